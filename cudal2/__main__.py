@@ -1,0 +1,3 @@
+from cudal2.cli import main
+
+main()

@@ -1,0 +1,131 @@
+"""The `cudal2` command line: doctor, eval, baselines.
+
+Guarantees: bad input (a malformed --mnk, K not a multiple of 8, a missing or unreadable file, a
+kernel without the entry point, no GPU, a bad config) ends with one line on stderr and exit code
+2, never a traceback; long work shows a progress bar; every printed number names its unit.
+
+Does not: run candidate code in this process (see `harness/worker.py`).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from cudal2.config import Config, ConfigError
+from cudal2.problem import ProblemError, load_shapes, parse_mnk
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="LLM-written HGEMM kernels, judged against cuBLAS.")
+out = Console()
+err = Console(stderr=True)
+
+
+def fail(msg: str) -> None:
+    err.print(f"[bold red]error:[/] {msg}", highlight=False, soft_wrap=True)
+    raise typer.Exit(2)
+
+
+def load_config(path: Optional[Path]) -> Config:
+    try:
+        return Config.load(path)
+    except ConfigError as e:
+        fail(str(e))
+
+
+def need_gpu() -> str:
+    from cudal2.harness.device import gpu_present
+    why = gpu_present()
+    if why:
+        fail(f"{why}; `cudal2 eval` and `cudal2 baselines` need an NVIDIA GPU (try `cudal2 doctor`)")
+    import pynvml as nv
+    h = nv.nvmlDeviceGetHandleByIndex(0)
+    return f"{nv.nvmlDeviceGetName(h)}|{nv.nvmlSystemGetDriverVersion()}"
+
+
+ConfigOpt = typer.Option(None, "--config", "-c", help="TOML config file (see cudal2/config.py for every key).")
+
+
+@app.command()
+def doctor() -> None:
+    """Print what this machine has for cudal2, and how to fix what is missing."""
+    from cudal2.doctor import checks
+    t = Table(title="cudal2 doctor")
+    t.add_column("component"); t.add_column("found"); t.add_column("fix")
+    missing = 0
+    for c in checks():
+        missing += c.found is None
+        t.add_row(c.name, c.found or "[red]missing[/]", "" if c.found else c.fix)
+    out.print(t)
+    out.print(f"{missing} missing" if missing else "everything found")
+
+
+@app.command("eval")
+def eval_cmd(kernel: Path = typer.Argument(..., help="A candidate .cu file (docs/kernel-contract.md)."),
+             mnk: str = typer.Option(..., "--mnk", help="Shape M,N,K, e.g. 4096,4096,4096."),
+             mode: str = typer.Option("both", help="offline, server or both."),
+             profile: bool = typer.Option(False, "--profile", help="Also collect Nsight Compute metrics."),
+             config: Optional[Path] = ConfigOpt,
+             json_out: Optional[Path] = typer.Option(None, "--json", help="Also write the result as JSON.")) -> None:
+    """Build, verify and time one kernel file at one shape, beside cuBLAS and cuBLASLt."""
+    try:
+        p = parse_mnk(mnk)
+    except ProblemError as e:
+        fail(str(e))
+    if mode not in ("offline", "server", "both"):
+        fail(f"--mode must be offline, server or both, got {mode!r}")
+    try:
+        source = kernel.read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        fail(f"cannot read kernel file {kernel}: {e.strerror if isinstance(e, OSError) else e}")
+    from cudal2.harness.policy import strip_comments_and_strings
+    if not re.search(r"\bcudal2_gemm\s*\(", strip_comments_and_strings(source)):
+        fail(f"{kernel} has no cudal2_gemm entry point (see docs/kernel-contract.md)")
+    cfg = load_config(config)
+    cfg.timing.modes = ["offline", "server"] if mode == "both" else [mode]
+    gpu = need_gpu()
+    from cudal2.harness.evaluate import Candidate, Evaluator
+    from cudal2.harness.store import Store
+    ev = Evaluator(cfg, Store(cfg.run.db), gpu_name=gpu)
+    try:
+        with out.status(f"evaluating {kernel.name} at {p} (build, verify, time)..."):
+            (r,) = ev.evaluate([Candidate(kernel.name, source)], p, profile=profile)
+    finally:
+        ev.close()
+    from cudal2.report import result_table
+    out.print(result_table(r))
+    if json_out:
+        json_out.write_text(r.to_json())
+    raise typer.Exit(0 if r.ok else 1)
+
+
+@app.command()
+def baselines(shapes: Path = typer.Option(..., "--shapes", help="JSON list of [M, N, K] (or {'shapes': [...]})."),
+              out_path: Path = typer.Option(Path("baselines.parquet"), "--out", help="Parquet file to write."),
+              config: Optional[Path] = ConfigOpt) -> None:
+    """Time cuBLAS (TN, NN), the cuBLASLt heuristic and cuBLASLt autotune over a shape list, both modes."""
+    try:
+        problems = load_shapes(shapes)
+    except ProblemError as e:
+        fail(str(e))
+    cfg = load_config(config)
+    gpu = need_gpu()
+    from cudal2.baselines_run import run_baselines
+    from cudal2.report import baselines_table
+    df = run_baselines(problems, cfg, out, gpu, out_path)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    df.to_parquet(out_path)
+    out.print(baselines_table(df))
+    out.print(f"wrote {out_path} ({len(df)} rows)")
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,169 @@
+"""The one typed configuration of cudal2, validated on load and passed whole to every worker.
+
+Guarantees: every field has exactly one default, written here and nowhere else, and a help
+text; `Config.load` rejects unknown keys, wrong types and out-of-range values with a
+`ConfigError` naming the key; a `Config` pickles, so worker processes receive it whole (no
+field is copied by hand across the process boundary).
+
+Does not: read environment variables (except where a field says so) or probe the GPU.
+
+Example:
+
+    from cudal2.config import Config
+    cfg = Config.load("cudal2.toml")       # or Config() for the defaults
+    cfg.verify.error_ratio                   # 2.0
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, get_type_hints
+
+
+class ConfigError(ValueError):
+    """A config file or value is invalid; the message names the key."""
+
+
+def _f(default: Any, help: str, **check: Any) -> Any:
+    """A field with its help text and optional bounds (`ge`, `gt`, `le`, `choices`)."""
+    meta = {"help": help, **check}
+    if isinstance(default, list):
+        return field(default_factory=lambda d=default: list(d), metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+@dataclass
+class BuildConfig:
+    nvcc: str = _f("nvcc", "The nvcc executable.")
+    archs: list[str] = _f(["sm_90a"], "Target architectures; each becomes -gencode=arch=compute_X,code=sm_X.",
+                          each_choices=["sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100a"])
+    flags: list[str] = _f(["-O3", "-std=c++17", "-lineinfo", "--expt-relaxed-constexpr"],
+                         "Extra nvcc flags for every candidate (-lineinfo lets Nsight Compute map source lines).")
+    timeout_s: float = _f(300.0, "A build still running after this many seconds is killed and fails.", gt=0)
+    jobs: int = _f(0, "Parallel builds; 0 means one per CPU core.", ge=0)
+    cache_dir: str = _f("", "Build cache folder; empty means $XDG_CACHE_HOME/cudal2/build (~/.cache/...).")
+    extra_headers: list[str] = _f([], "Headers allowed beyond the contract's allow-list (exact names or 'prefix/*').")
+
+
+@dataclass
+class VerifyConfig:
+    gaussian_trials: int = _f(3, "Trials with fresh random inputs in the gaussian stage (one of them positive-mean).", ge=1)
+    error_ratio: float = _f(2.0, "A candidate's relative Frobenius error may be at most this multiple of cuBLAS's own "
+                                 "error against the fp32 reference (fp16 accumulation exceeds it).", gt=1.0)
+    max_error_ratio: float = _f(8.0, "Its largest element error may be at most this multiple of cuBLAS's largest.", gt=1.0)
+    repeat_calls: int = _f(3, "Consecutive calls in the repeat stage, each with new contents in the same buffers.", ge=2)
+    determinism_calls: int = _f(3, "Calls on identical inputs whose outputs must agree bit for bit.", ge=2)
+    guard_bytes: int = _f(65536, "Canary bytes before and after A, B, C and the workspace.", ge=256)
+    call_timeout_s: float = _f(10.0, "One candidate call (or one graph replay) running longer is a hang.", gt=0)
+    max_workspace_bytes: int = _f(4 << 30, "Largest workspace a candidate may ask for.", ge=0)
+
+
+@dataclass
+class TimingConfig:
+    modes: list[str] = _f(["offline", "server"], "Timing modes.", each_choices=["offline", "server"])
+    baselines: list[str] = _f(["cublas", "cublaslt", "cublaslt_autotune"], "Baselines timed beside the candidate.",
+                              each_choices=["cublas", "cublaslt", "cublaslt_autotune"])
+    repeats: int = _f(15, "Offline: timed graph replays per runner (the median is reported).", ge=3)
+    min_replay_ms: float = _f(1.0, "Offline: each graph replay holds enough calls to last at least this long.", gt=0)
+    rotation_l2_factor: float = _f(2.0, "Input sets rotate until their bytes exceed this multiple of L2.", ge=0)
+    max_sets: int = _f(512, "Upper bound on rotating input sets (tiny shapes stop here).", ge=1)
+    max_graph_calls: int = _f(4096, "Upper bound on calls captured in one offline graph.", ge=1)
+    server_calls: int = _f(40, "Server: individually timed calls per runner.", ge=3)
+    server_gap_us: float = _f(100.0, "Server: mean idle gap before each call (exponential), in microseconds.", ge=0)
+    flush_l2_factor: float = _f(2.0, "Server: the L2 flush writes this multiple of the L2 size.", ge=2.0)
+    autotune_k: int = _f(100, "cuBLASLt autotune: how many heuristic algorithms are timed.", ge=1, le=100)
+    floor_slack: float = _f(1.0, "A time below floor x this factor is rejected as impossible.", gt=0, le=1.0)
+    profile_metrics: str = _f("default", "Named Nsight Compute metric set for --profile.")
+
+
+@dataclass
+class RunConfig:
+    db: str = _f("runs/cudal2.sqlite", "SQLite file where results are persisted as they arrive (resume reads it).")
+    job_timeout_s: float = _f(900.0, "Backstop: a worker job silent for this long is killed.", gt=0)
+    gpu: int = _f(0, "CUDA device index the worker uses.", ge=0)
+
+
+@dataclass
+class Config:
+    build: BuildConfig = field(default_factory=BuildConfig)
+    verify: VerifyConfig = field(default_factory=VerifyConfig)
+    timing: TimingConfig = field(default_factory=TimingConfig)
+    run: RunConfig = field(default_factory=RunConfig)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike | None = None, **overrides: dict[str, Any]) -> "Config":
+        """Defaults, then the TOML file (if any), then `overrides` (section -> {key: value})."""
+        data: dict[str, Any] = {}
+        if path is not None:
+            try:
+                data = tomllib.loads(Path(path).read_text())
+            except FileNotFoundError:
+                raise ConfigError(f"config file not found: {path}") from None
+            except tomllib.TOMLDecodeError as e:
+                raise ConfigError(f"{path}: not valid TOML: {e}") from None
+        for section, values in overrides.items():
+            data.setdefault(section, {}).update(values)
+        return cls.from_dict(data)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Config":
+        sections = {f.name: f.type for f in dataclasses.fields(cls)}
+        hints = get_type_hints(cls)
+        unknown = set(data) - set(sections)
+        if unknown:
+            raise ConfigError(f"unknown config section(s): {', '.join(sorted(unknown))}")
+        built = {}
+        for name in sections:
+            built[name] = _build_section(name, hints[name], data.get(name, {}))
+        return cls(**built)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def digest(self, *sections: str) -> str:
+        """A short hash of the named sections (all when none), for cache and result keys."""
+        d = self.to_dict()
+        picked = {s: d[s] for s in (sections or d)}
+        return hashlib.sha256(json.dumps(picked, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _build_section(name: str, klass: type, values: Any) -> Any:
+    if not isinstance(values, dict):
+        raise ConfigError(f"[{name}] must be a table")
+    fields = {f.name: f for f in dataclasses.fields(klass)}
+    hints = get_type_hints(klass)
+    unknown = set(values) - set(fields)
+    if unknown:
+        raise ConfigError(f"unknown key(s) in [{name}]: {', '.join(sorted(unknown))}")
+    checked = {k: _check(f"{name}.{k}", hints[k], v, fields[k].metadata) for k, v in values.items()}
+    return klass(**checked)
+
+
+def _check(key: str, hint: Any, value: Any, meta: dict[str, Any]) -> Any:
+    """The value, normalised (an int where a float is expected becomes a float), or ConfigError."""
+    origin = getattr(hint, "__origin__", None)
+    if origin is list:
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"{key} must be a list of strings, got {value!r}")
+        allowed = meta.get("each_choices")
+        bad = [v for v in value if allowed and v not in allowed]
+        if bad:
+            raise ConfigError(f"{key}: {bad} not among {allowed}")
+        return list(value)
+    if hint is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if not isinstance(value, hint) or (hint is int and isinstance(value, bool)):
+        raise ConfigError(f"{key} must be {hint.__name__}, got {value!r}")
+    if "ge" in meta and value < meta["ge"]:
+        raise ConfigError(f"{key} must be >= {meta['ge']}, got {value}")
+    if "gt" in meta and value <= meta["gt"]:
+        raise ConfigError(f"{key} must be > {meta['gt']}, got {value}")
+    if "le" in meta and value > meta["le"]:
+        raise ConfigError(f"{key} must be <= {meta['le']}, got {value}")
+    return value

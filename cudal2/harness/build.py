@@ -1,0 +1,200 @@
+"""Build: candidate source -> shared library, with a content-keyed cache and parallel jobs.
+
+Guarantees:
+- the static policy runs first; a rejected source is never compiled, and the reason is kept;
+- the cache key is a hash of the source, the flags, the archs, the nvcc version and the
+  CUTLASS headers' version, so a hit is exactly the library the same build would produce;
+- every build has its own folder and its own timeout; a build past it is killed with its whole
+  process group (nvcc's cicc and ptxas children included) and fails;
+- the ptxas resource report (registers, shared memory, barriers, stack, spills per entry
+  function) and the compiler's output are artifacts of the result, cached with the library.
+
+Does not: load or run anything it builds (see `worker.py`).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+from cudal2.config import BuildConfig
+from cudal2.harness import policy
+
+
+@dataclass
+class BuildResult:
+    ok: bool
+    key: str
+    stage: str                 # "policy" or "build": where it stopped when not ok
+    lib_path: str = ""
+    reason: str = ""
+    log: str = ""              # compiler output (trimmed)
+    resources: dict[str, dict[str, int]] = field(default_factory=dict)  # entry -> registers, smem...
+    cached: bool = False
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@functools.lru_cache(maxsize=None)
+def nvcc_version(nvcc: str) -> str:
+    try:
+        out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    m = re.search(r"release ([\d.]+), V([\d.]+)", out)
+    return m.group(2) if m else out.strip().splitlines()[-1] if out.strip() else ""
+
+
+@functools.lru_cache(maxsize=None)
+def cutlass_include() -> str | None:
+    """The CUTLASS/CuTe include folder shipped by the nvidia-cutlass wheel, if installed."""
+    try:
+        import cutlass_library
+    except ImportError:
+        return None
+    inc = Path(cutlass_library.__file__).parent / "source" / "include"
+    return str(inc) if (inc / "cute").is_dir() else None
+
+
+def cache_root(cfg: BuildConfig) -> Path:
+    if cfg.cache_dir:
+        return Path(cfg.cache_dir)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "cudal2" / "build"
+
+
+def nvcc_command(cfg: BuildConfig, src: str, out: str) -> list[str]:
+    cmd = [cfg.nvcc, "-shared", "-Xcompiler", "-fPIC", "-Xptxas", "-v", *cfg.flags]
+    for arch in cfg.archs:
+        cmd.append(f"-gencode=arch=compute_{arch[3:]},code={arch}")
+    if inc := cutlass_include():
+        cmd += ["-I", inc]
+    return cmd + ["-o", out, src]
+
+
+def build_key(source: str, cfg: BuildConfig) -> str:
+    h = hashlib.sha256()
+    for part in (source, json.dumps([cfg.flags, cfg.archs]), nvcc_version(cfg.nvcc), cutlass_include() or ""):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()[:24]
+
+
+_ENTRY = re.compile(r"Compiling entry function '([^']+)' for '(\w+)'")
+_PROPS = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_USED = re.compile(r"Used (\d+) registers(?:, used (\d+) barriers)?(?:, (\d+) bytes smem)?")
+
+
+def parse_ptxas(log: str) -> dict[str, dict[str, int]]:
+    """ptxas -v output -> {"entry@arch": {registers, barriers, smem, stack, spill_stores, spill_loads}}."""
+    out: dict[str, dict[str, int]] = {}
+    current = None
+    for line in log.splitlines():
+        if m := _ENTRY.search(line):
+            current = f"{m.group(1)}@{m.group(2)}"
+            out[current] = {}
+        elif current and (m := _PROPS.search(line)):
+            out[current].update(stack=int(m.group(1)), spill_stores=int(m.group(2)), spill_loads=int(m.group(3)))
+        elif current and (m := _USED.search(line)):
+            out[current].update(registers=int(m.group(1)), barriers=int(m.group(2) or 0), smem=int(m.group(3) or 0))
+    return out
+
+
+def _trim(text: str, limit: int = 6000) -> str:
+    return text if len(text) <= limit else text[: limit // 3] + "\n...\n" + text[-2 * limit // 3:]
+
+
+def _first_error(log: str) -> str:
+    for line in log.splitlines():
+        if " error" in line or line.startswith("error") or "fatal" in line:
+            return line.strip()
+    return log.strip().splitlines()[-1] if log.strip() else "nvcc failed"
+
+
+def _run_killable(cmd: list[str], cwd: str, timeout: float) -> tuple[int | None, str]:
+    """(returncode or None on timeout, combined output)."""
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+        return proc.returncode, out
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        return None, out or ""
+
+
+def build(source: str, cfg: BuildConfig) -> BuildResult:
+    t0 = time.monotonic()
+    key = build_key(source, cfg)
+    found = policy.check(source, cfg.extra_headers)
+    if found:
+        return BuildResult(False, key, "policy", reason=policy.reason(found),
+                           log="\n".join(map(str, found)), seconds=time.monotonic() - t0)
+    folder = cache_root(cfg) / key
+    meta = folder / "build.json"
+    if meta.is_file():
+        try:
+            res = BuildResult(**json.loads(meta.read_text()))
+            if not res.ok or Path(res.lib_path).is_file():
+                res.cached, res.seconds = True, time.monotonic() - t0
+                return res
+        except (ValueError, TypeError):
+            pass  # a damaged cache entry is rebuilt
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f"{key}.", dir=folder.parent))
+    (work / "kernel.cu").write_text(source)
+    cmd = nvcc_command(cfg, "kernel.cu", "libkernel.so")
+    try:
+        rc, log = _run_killable(cmd, str(work), cfg.timeout_s)
+    except FileNotFoundError:
+        shutil.rmtree(work, ignore_errors=True)
+        return BuildResult(False, key, "build", reason=f"nvcc not found: {cfg.nvcc}", seconds=time.monotonic() - t0)
+    if rc is None:
+        res = BuildResult(False, key, "build", reason=f"build timed out after {cfg.timeout_s:.0f} s", log=_trim(log))
+    elif rc != 0:
+        res = BuildResult(False, key, "build", reason=_first_error(log), log=_trim(log))
+    else:
+        res = BuildResult(True, key, "build", lib_path=str(folder / "libkernel.so"), log=_trim(log),
+                          resources=parse_ptxas(log))
+    res.seconds = time.monotonic() - t0
+    (work / "build.json").write_text(json.dumps(res.to_dict()))
+    (work / "build.log").write_text(log)
+    if rc is not None:  # timeouts are not cached: the machine may just have been busy
+        try:
+            work.rename(folder)
+        except OSError:  # another build of the same key finished first; use it
+            shutil.rmtree(work, ignore_errors=True)
+    else:
+        shutil.rmtree(work, ignore_errors=True)
+    return res
+
+
+def build_many(sources: Iterable[str], cfg: BuildConfig,
+               on_done: Callable[[int, BuildResult], None] | None = None) -> list[BuildResult]:
+    """Build in parallel, one job per core unless `cfg.jobs` says otherwise; results in input order."""
+    sources = list(sources)
+    jobs = cfg.jobs or os.cpu_count() or 1
+    results: list[BuildResult | None] = [None] * len(sources)
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = {pool.submit(build, s, cfg): i for i, s in enumerate(sources)}
+        for fut in as_completed(futures):
+            i = futures[fut]
+            results[i] = fut.result()
+            if on_done:
+                on_done(i, results[i])
+    return results  # type: ignore[return-value]

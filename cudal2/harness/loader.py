@@ -1,0 +1,53 @@
+"""Load a built candidate library and call it through its C ABI.
+
+Guarantees: the library is opened with RTLD_LOCAL (two candidates never see each other's
+symbols), a missing `cudal2_gemm` raises `LoadError` naming the file, and the optional
+`cudal2_workspace_bytes` reads as 0 when absent.
+
+Does not: isolate anything. Loading runs the library's static initializers and calling it runs
+arbitrary code, so this module is only ever used inside a killable worker process.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from dataclasses import dataclass
+
+
+class LoadError(RuntimeError):
+    """The library cannot be opened or lacks the contract's entry point."""
+
+
+@dataclass
+class Candidate:
+    path: str
+    _gemm: ctypes._CFuncPtr
+    _ws: ctypes._CFuncPtr | None
+
+    def workspace_bytes(self, M: int, N: int, K: int) -> int:
+        return int(self._ws(M, N, K)) if self._ws is not None else 0
+
+    def call(self, a: int, b: int, c: int, M: int, N: int, K: int,
+             workspace: int, workspace_bytes: int, stream: int) -> int:
+        """Enqueue one GEMM on `stream`; returns the candidate's status code."""
+        return int(self._gemm(a, b, c, M, N, K, workspace, workspace_bytes, stream))
+
+
+def load_candidate(path: str) -> Candidate:
+    try:
+        lib = ctypes.CDLL(os.path.abspath(path), mode=os.RTLD_LOCAL | os.RTLD_NOW)
+    except OSError as e:
+        raise LoadError(f"cannot load {path}: {e}") from None
+    try:
+        gemm = lib.cudal2_gemm
+    except AttributeError:
+        raise LoadError(f"{path} does not export cudal2_gemm") from None
+    p = ctypes.c_void_p
+    gemm.argtypes = [p, p, p, ctypes.c_int, ctypes.c_int, ctypes.c_int, p, ctypes.c_size_t, p]
+    gemm.restype = ctypes.c_int
+    ws = getattr(lib, "cudal2_workspace_bytes", None)
+    if ws is not None:
+        ws.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int]
+        ws.restype = ctypes.c_size_t
+    return Candidate(path, gemm, ws)

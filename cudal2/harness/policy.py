@@ -1,0 +1,211 @@
+"""Static source policy: the contract's forbidden list, checked before anything is compiled.
+
+Guarantees: `check(source)` returns every violation it finds, each as (rule, line, excerpt),
+on the source with comments and string literals removed (so a forbidden name in a comment
+does not count, and hiding one in a comment does not help). Included headers are checked
+against the allow-list; everything else is matched by name.
+
+Does not: prove a kernel honest. It is a name-level filter that catches the plain forms of the
+reward-hacking catalogue cheaply; obfuscated forms (a launch on a literal 0 stream, state
+kept in the workspace, an every-other-call flag in the one allowed `static bool`) pass here
+and are caught by the runtime checks in `harness/judge.py`.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass
+
+ALLOWED_HEADERS = (
+    "cuda_runtime.h", "cuda_runtime_api.h", "cuda.h", "cudaTypedefs.h", "cuda_fp16.h", "cuda_bf16.h",
+    "mma.h", "cuda/barrier", "cuda/pipeline", "cuda/ptx", "cuda/std/*", "cooperative_groups.h",
+    "cooperative_groups/*", "cute/*", "cutlass/*", "cstdint", "stdint.h", "cstddef", "stddef.h",
+    "type_traits", "climits", "cstdio",
+)
+
+# The driver API is allowed for tensor maps and launches only (see docs/kernel-contract.md).
+ALLOWED_DRIVER = {
+    "cuTensorMapEncodeTiled", "cuTensorMapEncodeIm2col", "cuTensorMapReplaceAddress", "cuLaunchKernel",
+    "cuLaunchKernelEx", "cuFuncSetAttribute", "cuGetErrorName", "cuGetErrorString",
+}
+
+# (rule, regex). Each rule names the catalogue class it stands for.
+RULES: list[tuple[str, re.Pattern[str]]] = [(r, re.compile(p)) for r, p in [
+    ("sync", r"\bcuda(Device|Thread|Stream|Event)Synchronize\b|\bcu(Ctx|Stream|Event)Synchronize\b"
+             r"|\bcudaStreamWaitEvent\b|\bcudaStreamQuery\b|\bcudaEventQuery\b"),
+    ("allocation", r"\bcuda(Malloc|Free|HostAlloc|HostRegister|MallocHost|FreeHost)\w*\b|\bcuMem\w+\b"
+                   r"|\b(malloc|calloc|realloc|free|aligned_alloc|posix_memalign)\s*\(|\bnew\s*[\w:<(\[]|\bdelete\b"
+                   r"|\bstd::(vector|string|map|unordered_map|set|list|deque|shared_ptr|unique_ptr|make_\w+)\b"),
+    ("stream_escape", r"\bcudaStream[A-Z]\w*|\bcudaStreamLegacy\b|\bcudaStreamPerThread\b|\bcudaEvent\w*|\bcudaGraph\w*"
+                      r"|\bcudaStreamBeginCapture\w*|\bcu(Stream|Event|Graph|Ctx)\w*|\bcudaSetDevice\b|\bcudaDeviceReset\b"
+                      r"|\bcudaMemcpy(ToSymbol|FromSymbol|2D|3D|Peer)?\b|\bcudaMemset(2D|3D)?\b"
+                      r"|\bcudaLaunchHostFunc\b|\bcudaStreamAddCallback\b|\bcudaCpuDeviceId\b|\bcudaMemPrefetch\w*"),
+    ("persisting_l2", r"AccessPolicyWindow|\bcudaLimitPersistingL2CacheSize\b|\bcudaDeviceSetLimit\b"
+                      r"|\bcudaCtxResetPersistingL2Cache\b|\bhitRatio\b|\bcudaAccessProperty\w*"),
+    ("host_side_effect", r"\bstd::(thread|async|jthread|future|ifstream|ofstream|fstream|filesystem|system)\b"
+                         r"|\bpthread_\w+|\b(fopen|fwrite|fread|freopen|open|creat|unlink|socket|connect|bind|listen"
+                         r"|fork|vfork|execv\w*|execl\w*|system|popen|getenv|setenv|putenv|syscall|dlopen|dlsym|mmap"
+                         r"|kill|raise|signal|sleep|usleep|nanosleep)\s*\("
+                         r"|\bcudaGetDriverEntryPoint\w*\b|\bcuGetProcAddress\w*\b|\bomp_\w+|#\s*pragma\s+omp"),
+    ("load_time_code", r"__attribute__\s*\(\(\s*(constructor|destructor)|\binit_priority\b"),
+]]
+
+_INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.M)
+_DRIVER_CALL = re.compile(r"\b(cu[A-Z]\w*)\s*\(")
+
+
+@dataclass(frozen=True)
+class Violation:
+    rule: str
+    line: int
+    excerpt: str
+
+    def __str__(self) -> str:
+        return f"{self.rule} (line {self.line}): {self.excerpt}"
+
+
+def strip_comments_and_strings(source: str) -> str:
+    """Blank out comments and string/char literals, keeping line numbers and include lines."""
+    out, i, n = [], 0, len(source)
+    while i < n:
+        c = source[i]
+        if source.startswith("//", i):
+            j = source.find("\n", i)
+            j = n if j < 0 else j
+            out.append(" " * (j - i)); i = j
+        elif source.startswith("/*", i):
+            j = source.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            out.append("".join(ch if ch == "\n" else " " for ch in source[i:j])); i = j
+        elif c in "\"'":
+            line_start = source.rfind("\n", 0, i) + 1
+            if c == '"' and re.match(r"\s*#\s*include\b", source[line_start:i]):
+                j = source.find('"', i + 1) + 1 or n  # keep the include's path
+                out.append(source[i:j]); i = j
+                continue
+            j = i + 1
+            while j < n and source[j] != c and source[j] != "\n":
+                j += 2 if source[j] == "\\" else 1
+            j = min(j + 1, n)
+            out.append(c + " " * max(0, j - i - 2) + (c if j - i >= 2 else "")); i = j
+        else:
+            out.append(c); i += 1
+    return "".join(out)
+
+
+def header_allowed(header: str, extra: tuple[str, ...] | list[str] = ()) -> bool:
+    return any(fnmatch.fnmatchcase(header, pat) for pat in (*ALLOWED_HEADERS, *extra))
+
+
+def check(source: str, extra_headers: tuple[str, ...] | list[str] = ()) -> list[Violation]:
+    """Every violation in `source`, in line order; an empty list means the policy passes."""
+    code = strip_comments_and_strings(source)
+    lines = code.splitlines()
+    found: list[Violation] = []
+
+    def at(pos: int) -> tuple[int, str]:
+        ln = code.count("\n", 0, pos) + 1
+        return ln, lines[ln - 1].strip()[:120] if ln - 1 < len(lines) else ""
+
+    for m in _INCLUDE.finditer(code):
+        if not header_allowed(m.group(1), extra_headers):
+            ln, text = at(m.start())
+            found.append(Violation("header", ln, text))
+    for rule, pat in RULES:
+        for m in pat.finditer(code):
+            ln, text = at(m.start())
+            found.append(Violation(rule, ln, text))
+    for m in _DRIVER_CALL.finditer(code):
+        if m.group(1) not in ALLOWED_DRIVER and not m.group(1).startswith("cuda"):
+            ln, text = at(m.start())
+            found.append(Violation("driver_api", ln, text))
+    found += _state_violations(code, at)
+    for m in re.finditer(r"<<<(.*?)>>>", code, re.S):
+        if _top_level_commas(m.group(1)) < 3:  # no stream argument: the legacy default stream
+            found.append(Violation("stream_escape", *at(m.start())))
+    uniq = {(v.rule, v.line): v for v in found}
+    return sorted(uniq.values(), key=lambda v: (v.line, v.rule))
+
+
+def _top_level_commas(args: str) -> int:
+    depth, n = 0, 0
+    for ch in args:
+        depth += ch in "([{<"
+        depth -= ch in ")]}>"
+        n += ch == "," and depth == 0
+    return n
+
+
+def reason(violations: list[Violation]) -> str:
+    """One line naming the first few violations."""
+    head = "; ".join(str(v) for v in violations[:3])
+    more = f" (+{len(violations) - 3} more)" if len(violations) > 3 else ""
+    return f"policy: {head}{more}"
+
+
+_DECL_END = re.compile(r"[;({=\[]")
+_IMMUTABLE = re.compile(r"\b(constexpr|__shared__|__constant__|extern)\b")
+
+
+def _immutable(decl: str) -> bool:
+    """True when the declared variable itself cannot change (`const void* p` can: only `* const` pins a pointer)."""
+    if _IMMUTABLE.search(decl):
+        return True
+    if "*" in decl:
+        return bool(re.search(r"\*\s*const\b", decl))
+    return bool(re.search(r"\bconst\b", decl))
+_TRANSPARENT = re.compile(r"(\bnamespace\b[\w\s:]*|\bextern\s+\"C\"\s*)$")
+_NOT_VARIABLE = re.compile(r"^\s*(#|typedef\b|using\b|template\b|static_assert\b|namespace\b|extern\b"
+                           r"|(struct|class|union|enum)\b[^=]*$)")
+
+
+def _state_violations(code: str, at) -> list[Violation]:
+    """Mutable state that outlives a call: `__device__`/`__managed__` variables, non-const
+    statics (except the contract's `static bool` for one-time attribute setup) and mutable
+    variables at namespace scope."""
+    found = []
+    for m in re.finditer(r"\b__managed__\b", code):
+        found.append(Violation("device_state", *at(m.start())))
+    for m in re.finditer(r"\b(__device__|static)\b", code):
+        end = _DECL_END.search(code, m.end())
+        if end is None or end.group() == "(":
+            continue  # a function
+        decl = code[m.start():end.start()]
+        if _immutable(decl) or re.search(r"\b(struct|class|union|enum)\b", decl):
+            continue
+        if m.group() == "static" and re.fullmatch(r"static\s+(volatile\s+)?bool\s+\w+\s*", decl):
+            continue  # the one-time-setup exception
+        rule = "device_state" if "__device__" in decl else "host_state"
+        found.append(Violation(rule, *at(m.start())))
+    # Namespace-scope variables: walk top-level statements, looking through namespace and
+    # extern "C" braces, skipping function and type bodies.
+    stack: list[bool] = []  # one entry per open brace: True when transparent
+    opaque = 0                # open braces that are function or type bodies
+    stmt_start, i = 0, 0
+    while i < len(code):
+        c = code[i]
+        if c == "#":          # a preprocessor line ends no statement
+            j = code.find("\n", i)
+            i = stmt_start = len(code) if j < 0 else j
+            continue
+        if c == "{":
+            transparent = opaque == 0 and bool(_TRANSPARENT.search(code[stmt_start:i].strip()))
+            stack.append(transparent)
+            opaque += not transparent
+            if transparent:
+                stmt_start = i + 1
+        elif c == "}":
+            opaque -= not (stack.pop() if stack else True)
+            if opaque == 0:
+                stmt_start = i + 1
+        elif c == ";" and opaque == 0:
+            head = code[stmt_start:i].strip()
+            stmt_start = i + 1
+            if head and not _NOT_VARIABLE.search(head) and "}" not in head:
+                first = _DECL_END.search(head + ";")
+                judged = re.match(r"(static|__device__)\b", head)  # by the loop above
+                if first.group() != "(" and not _immutable(head) and not judged:
+                    found.append(Violation("host_state", *at(code.rfind(head, 0, i))))
+        i += 1
+    return found

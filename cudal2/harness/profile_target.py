@@ -1,0 +1,61 @@
+"""The process Nsight Compute profiles: one candidate call at one shape, nothing else.
+
+Usage: `python -m cudal2.harness.profile_target LIB.so M N K`
+
+Guarantees: inputs are fresh standard-normal fp16 (never zeros), everything runs on one
+non-default stream, two warm-up calls run before `cudaProfilerStart` and exactly one call runs
+inside the start/stop window, so `ncu --profile-from-start off` sees the kernels of one call.
+A non-zero status from the candidate, or a CUDA error at the synchronize, exits non-zero with a
+one-line message on stderr. Prints nothing on success (ncu's CSV shares stdout).
+
+Does not: check the output, time anything, or isolate the candidate (run it in its own process).
+"""
+
+from __future__ import annotations
+
+import sys
+
+import cupy as cp
+
+from cudal2.harness.loader import load_candidate
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 4:
+        sys.exit("usage: python -m cudal2.harness.profile_target LIB.so M N K")
+    lib, (M, N, K) = args[0], (int(x) for x in args[1:])
+    cand = load_candidate(lib)
+    ws_bytes = cand.workspace_bytes(M, N, K)
+
+    stream = cp.cuda.Stream(non_blocking=True)
+    with stream:
+        rng = cp.random.default_rng(1234)
+        a = rng.standard_normal((M, K), dtype=cp.float32).astype(cp.float16)
+        b = rng.standard_normal((N, K), dtype=cp.float32).astype(cp.float16)
+        c = cp.empty((M, N), dtype=cp.float16)
+        ws = cp.empty(max(ws_bytes, 256), dtype=cp.uint8)
+    stream.synchronize()
+
+    def call(what: str) -> None:
+        rc = cand.call(a.data.ptr, b.data.ptr, c.data.ptr, M, N, K,
+                       ws.data.ptr, ws_bytes, stream.ptr)
+        if rc != 0:
+            sys.exit(f"profile_target: cudal2_gemm returned {rc} on the {what} call "
+                     f"({lib}, {M}x{N}x{K})")
+
+    try:
+        call("first warm-up")
+        call("second warm-up")
+        stream.synchronize()
+        cp.cuda.profiler.start()
+        call("profiled")
+        stream.synchronize()
+        cp.cuda.profiler.stop()
+    except cp.cuda.runtime.CUDARuntimeError as e:
+        sys.exit(f"profile_target: CUDA error ({lib}, {M}x{N}x{K}): {e}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

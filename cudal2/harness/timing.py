@@ -1,0 +1,164 @@
+"""Timing on the caller's stream, in the two modes of the contract.
+
+Guarantees:
+- offline: each runner's calls are captured into one CUDA graph (global capture mode, so a
+  call that synchronizes, allocates or touches the legacy stream breaks the capture), the graph
+  rotates over input sets larger than L2 in total, every graph is replayed once to warm up, and
+  then the runners' replays are interleaved, each bracketed by events, all events recorded
+  before one wait; the per-call time is replay time / calls, and the median and p90 over replays
+  are reported.
+- server: before each call the stream drains, the host sleeps an exponential idle gap, the L2 is
+  flushed by writing a buffer of at least 2x its size, then the call alone is bracketed by
+  events; runners are interleaved call by call.
+- every wait has a deadline; a runner still busy past it raises `Hang`.
+
+Does not: check outputs (the judge does), choose input sets, or use host clocks for timing.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from typing import Callable
+
+import cupy as cp
+import numpy as np
+from cupy.cuda import runtime
+
+from cudal2.result import Timing
+
+Runner = Callable[[int], None]   # enqueue one call on input set i (raises on a bad status)
+
+
+class Hang(RuntimeError):
+    """The stream did not drain before its deadline."""
+
+
+class CaptureError(RuntimeError):
+    """A runner's calls could not be captured into a CUDA graph."""
+
+
+def wait(stream: cp.cuda.Stream, timeout_s: float) -> None:
+    """Wait for `stream` to drain; raises `Hang` past the deadline and cupy's CUDA error on a fault."""
+    ev = cp.cuda.Event(disable_timing=True)
+    ev.record(stream)
+    deadline = time.monotonic() + timeout_s
+    delay = 1e-5
+    while _pending(ev):
+        if time.monotonic() > deadline:
+            raise Hang(f"still running after {timeout_s:.1f} s")
+        time.sleep(delay)
+        delay = min(delay * 2, 2e-3)
+    ev.synchronize()
+
+
+_NOT_READY = 600  # cudaErrorNotReady
+
+
+def _pending(ev: cp.cuda.Event) -> bool:
+    """cudaEventQuery: True while not reached; raises the CUDA error of a faulted stream
+    (cupy's `Event.done` reads a fault as "not done", which would turn a fault into a hang)."""
+    try:
+        status = runtime.eventQuery(ev.ptr)
+    except runtime.CUDARuntimeError as e:
+        if e.status == _NOT_READY:
+            return True
+        raise
+    if status == _NOT_READY:
+        return True
+    if status != 0:
+        raise runtime.CUDARuntimeError(status)
+    return False
+
+
+def _stats(samples_us: list[float]) -> Timing:
+    a = np.asarray(samples_us)
+    return Timing(median_us=float(np.median(a)), p90_us=float(np.percentile(a, 90)), samples=len(a))
+
+
+def capture(stream: cp.cuda.Stream, runner: Runner, calls: list[int]) -> cp.cuda.Graph:
+    stream.begin_capture(mode=runtime.streamCaptureModeGlobal)
+    try:
+        for i in calls:
+            runner(i)
+    except Exception as e:
+        try:
+            stream.end_capture()
+        except Exception:
+            pass
+        raise CaptureError(f"call failed during graph capture: {e}") from None
+    try:
+        return stream.end_capture()
+    except Exception as e:
+        raise CaptureError(f"graph capture invalidated (work left the stream, or a forbidden call): {e}") from None
+
+
+def round_time_s(stream: cp.cuda.Stream, runner: Runner, nsets: int, timeout_s: float) -> float:
+    """One eager pass over the sets, timed with events (also a warm-up)."""
+    start, end = cp.cuda.Event(), cp.cuda.Event()
+    start.record(stream)
+    for i in range(nsets):
+        runner(i)
+    end.record(stream)
+    wait(stream, timeout_s)
+    return cp.cuda.get_elapsed_time(start, end) / 1e3
+
+
+def build_graphs(stream: cp.cuda.Stream, runners: dict[str, Runner], nsets: int, min_replay_ms: float,
+                 max_calls: int, timeout_s: float) -> dict[str, tuple[cp.cuda.Graph, int]]:
+    """A graph per runner holding whole rounds over the sets, long enough to time reliably."""
+    graphs = {}
+    for name, run in runners.items():
+        t = round_time_s(stream, run, nsets, timeout_s)
+        rounds = max(1, min(math.ceil(min_replay_ms / 1e3 / max(t, 1e-9)), max_calls // nsets))
+        calls = [i for _ in range(rounds) for i in range(nsets)]
+        graphs[name] = (capture(stream, run, calls), len(calls))
+    return graphs
+
+
+def offline(stream: cp.cuda.Stream, graphs: dict[str, tuple[cp.cuda.Graph, int]], repeats: int,
+            timeout_s: float) -> dict[str, Timing]:
+    for g, _ in graphs.values():           # warm-up replay of each
+        g.launch(stream)
+    wait(stream, timeout_s)
+    names = list(graphs)
+    events: dict[str, list[tuple[cp.cuda.Event, cp.cuda.Event]]] = {n: [] for n in names}
+    for r in range(repeats):
+        order = names[r % len(names):] + names[:r % len(names)]  # no runner always goes first
+        for n in order:
+            g, _ = graphs[n]
+            e0, e1 = cp.cuda.Event(), cp.cuda.Event()
+            e0.record(stream)
+            g.launch(stream)
+            e1.record(stream)
+            events[n].append((e0, e1))
+    wait(stream, timeout_s * repeats)
+    return {n: _stats([cp.cuda.get_elapsed_time(a, b) * 1e3 / graphs[n][1] for a, b in events[n]]) for n in names}
+
+
+def server(stream: cp.cuda.Stream, runners: dict[str, Runner], nsets: int, calls: int, gap_us: float,
+           flush: cp.ndarray, timeout_s: float, before: dict[str, Runner] | None = None,
+           seed: int = 0) -> dict[str, Timing]:
+    """Each call alone, after an idle gap and an L2 flush. `before[name](i)` runs (untimed, before the
+    flush) ahead of each of that runner's calls, e.g. to poison its output."""
+    before = before or {}
+    rng = random.Random(seed)
+    names = list(runners)
+    events: dict[str, list[tuple[cp.cuda.Event, cp.cuda.Event]]] = {n: [] for n in names}
+    for c in range(calls):
+        i = c % nsets
+        for n in names[c % len(names):] + names[:c % len(names)]:
+            if n in before:
+                before[n](i)
+            wait(stream, timeout_s)            # the GPU goes idle...
+            if gap_us:
+                time.sleep(rng.expovariate(1.0 / (gap_us * 1e-6)))   # ...for a while, as between requests
+            flush.fill(0)                     # ...and its L2 holds none of this call's data
+            e0, e1 = cp.cuda.Event(), cp.cuda.Event()
+            e0.record(stream)
+            runners[n](i)
+            e1.record(stream)
+            events[n].append((e0, e1))
+    wait(stream, timeout_s)
+    return {n: _stats([cp.cuda.get_elapsed_time(a, b) * 1e3 for a, b in events[n]]) for n in names}

@@ -1,0 +1,131 @@
+"""The problem: one GEMM shape, its cost model, and the shapes a candidate claims.
+
+Guarantees: a `Problem` is always valid under the kernel contract (positive sizes, K a
+multiple of 8); `parse_mnk` and `load_shapes` turn bad input into `ProblemError` with a
+one-line message; `floor_s` is the physical lower bound on the time of any kernel for the
+shape (every FLOP at peak and every byte moved once at peak bandwidth, whichever is larger).
+
+Does not: know any GPU; the peaks come from the caller (see `harness/device.py`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+
+class ProblemError(ValueError):
+    """Bad shape input; the message is one line, fit to show a user."""
+
+
+@dataclass(frozen=True, order=True)
+class Problem:
+    M: int
+    N: int
+    K: int
+
+    def __post_init__(self) -> None:
+        for name in "MNK":
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
+                raise ProblemError(f"{name} must be a positive integer, got {v!r}")
+        if self.K % 8:
+            raise ProblemError(f"K must be a multiple of 8 (16-byte rows), got K={self.K}")
+
+    @property
+    def flops(self) -> int:
+        return 2 * self.M * self.N * self.K
+
+    @property
+    def min_bytes(self) -> int:
+        """Each fp16 input read once and the output written once."""
+        return 2 * (self.M * self.K + self.N * self.K + self.M * self.N)
+
+    def floor_s(self, peak_flops: float, peak_bytes_per_s: float) -> float:
+        return max(self.flops / peak_flops, self.min_bytes / peak_bytes_per_s)
+
+    def __str__(self) -> str:
+        return f"{self.M}x{self.N}x{self.K}"
+
+
+def parse_mnk(text: str) -> Problem:
+    """'4096,4096,4096' or '4096x4096x4096' -> Problem."""
+    parts = re.split(r"[,xX]", text.strip())
+    if len(parts) != 3 or not all(re.fullmatch(r"\d+", p.strip()) for p in parts):
+        raise ProblemError(f"--mnk wants three positive integers like 4096,4096,4096; got {text!r}")
+    return Problem(*(int(p) for p in parts))
+
+
+def load_shapes(path: str | Path) -> list[Problem]:
+    """A JSON file holding a list of [M, N, K] or {"shapes": [...]}."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise ProblemError(f"shapes file not found: {path}") from None
+    except json.JSONDecodeError as e:
+        raise ProblemError(f"{path}: not valid JSON ({e})") from None
+    shapes = data.get("shapes") if isinstance(data, dict) else data
+    if not isinstance(shapes, list) or not shapes:
+        raise ProblemError(f"{path}: expected a non-empty list of [M, N, K] (or {{'shapes': [...]}})")
+    out = []
+    for i, s in enumerate(shapes):
+        if not (isinstance(s, list) and len(s) == 3):
+            raise ProblemError(f"{path}: entry {i} is not [M, N, K]: {s!r}")
+        try:
+            out.append(Problem(*s))
+        except ProblemError as e:
+            raise ProblemError(f"{path}: entry {i}: {e}") from None
+    return out
+
+
+_CLAIM = re.compile(r"//\s*cudal2-shapes:\s*(.+)")
+_EXACT = re.compile(r"(\d+)\s*x\s*(\d+)\s*x\s*(\d+)")
+_RANGE = re.compile(r"M\s*=\s*(\d+)\s*-\s*(\d+)\s+N\s*=\s*(\d+)\s+K\s*=\s*(\d+)")
+
+
+@dataclass(frozen=True)
+class ShapeClaim:
+    """What a candidate says it supports: exact shapes, M-ranges for an (N, K), or everything."""
+
+    exact: tuple[Problem, ...] = ()
+    ranges: tuple[tuple[int, int, int, int], ...] = ()   # (m_lo, m_hi, N, K)
+
+    @property
+    def universal(self) -> bool:
+        return not self.exact and not self.ranges
+
+    def covers(self, p: Problem) -> bool:
+        if self.universal or p in self.exact:
+            return True
+        return any(lo <= p.M <= hi and p.N == n and p.K == k for lo, hi, n, k in self.ranges)
+
+    def verification_shapes(self, p: Problem) -> list[Problem]:
+        """Shapes to verify before `p` may be timed: `p` itself, plus for an M-range claim its
+        ends and odd M inside it, so a kernel cannot be right only at the timed M."""
+        shapes = [p]
+        for lo, hi, n, k in self.ranges:
+            if lo <= p.M <= hi and p.N == n and p.K == k:
+                inner = [m for m in (lo + 1, (lo + hi) // 2 | 1, hi - 1) if lo < m < hi]
+                shapes += [Problem(m, n, k) for m in (lo, hi, *inner)]
+        return list(dict.fromkeys(shapes))
+
+
+def parse_claim(source: str) -> ShapeClaim:
+    """Read every `// cudal2-shapes:` line of a candidate source."""
+    exact, ranges = [], []
+    for line in _CLAIM.findall(source):
+        for item in line.split(","):
+            item = item.strip()
+            if m := _RANGE.fullmatch(item):
+                lo, hi, n, k = map(int, m.groups())
+                if lo > hi:
+                    raise ProblemError(f"cudal2-shapes: empty M range {item!r}")
+                Problem(hi, n, k)  # validates N, K
+                ranges.append((lo, hi, n, k))
+            elif m := _EXACT.fullmatch(item):
+                exact.append(Problem(*map(int, m.groups())))
+            elif item:
+                raise ProblemError(f"cudal2-shapes: cannot read {item!r} (want 4096x4096x4096 or M=1-4096 N=4096 K=4096)")
+    return ShapeClaim(tuple(exact), tuple(ranges))

@@ -1,0 +1,73 @@
+"""Human-readable tables of results. Every number names its unit; every table names GPU and mode.
+
+Guarantees: pure formatting of values already measured; nothing here computes a new figure
+except geometric means and counts over those values.
+
+Does not: measure anything.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+from rich.table import Table
+
+from cudal2.result import EvalResult
+
+
+def result_table(r: EvalResult) -> Table:
+    gpu = r.gpu.get("name", "?")
+    t = Table(title=f"{r.name} at {r.M}x{r.N}x{r.K} on {gpu}", show_lines=False)
+    t.add_column("item"); t.add_column("value")
+    t.add_row("verdict", "[green]PASS[/]" if r.ok else f"[red]FAIL[/] at stage {r.stage.value}")
+    if not r.ok:
+        t.add_row("reason", r.reason)
+    if r.fault:
+        t.add_row("fault", r.fault.value)
+    res = r.build.get("resources") or {}
+    for entry, v in list(res.items())[:4]:
+        t.add_row(f"ptxas {entry[:40]}", f"{v.get('registers')} regs, {v.get('smem')} B smem, "
+                                          f"{v.get('spill_stores', 0)} B spill, {v.get('stack', 0)} B stack")
+    for mode, rs in r.times.items():
+        clock = r.gpu.get("sm_clock_mhz_after")
+        t.add_row(f"[bold]{mode}[/]", f"SM clock after timing {clock} MHz")
+        for runner, tm in rs.items():
+            t.add_row(f"  {runner}", f"median {tm.median_us:.2f} us, p90 {tm.p90_us:.2f} us ({tm.samples} samples)")
+        for b, s in r.speedup.get(mode, {}).items():
+            t.add_row(f"  speedup vs {b}", f"{s:.3f}x")
+        if mode in r.tflops:
+            t.add_row("  candidate", f"{r.tflops[mode]:.1f} TFLOP/s, {100 * r.floor_fraction[mode]:.1f}% of the physical floor")
+    for k, v in (r.profile or {}).get("summary", {}).items():
+        if isinstance(v, (int, float)):
+            t.add_row(f"ncu {k}", f"{v:.4g}")
+    return t
+
+
+def geomean(xs) -> float:
+    xs = [x for x in xs if x and x > 0]
+    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else float("nan")
+
+
+def baselines_table(df: pd.DataFrame) -> Table:
+    """One row per shape and mode: each runner's median, and the best."""
+    if df.empty:
+        return Table(title="no baselines measured")
+    gpu = df["gpu"].iloc[0]
+    wide = df.pivot_table(index=["M", "N", "K", "mode"], columns="runner", values="median_us").reset_index()
+    runners = [c for c in ("cublas_tn", "cublas_nn", "cublaslt", "cublaslt_autotune") if c in wide.columns]
+    t = Table(title=f"vendor GEMM medians in us on {gpu} (offline: graph replay over rotating inputs; "
+                    "server: L2 flush + idle gap per call)")
+    for c in ["shape", "mode", *runners, "best", "autotune/heur"]:
+        t.add_column(c, justify="right")
+    for _, row in wide.sort_values(["M", "N", "K", "mode"]).iterrows():
+        best = min(row[c] for c in runners)
+        ratio = row["cublaslt"] / row["cublaslt_autotune"] if {"cublaslt", "cublaslt_autotune"} <= set(runners) else float("nan")
+        t.add_row(f"{row.M}x{row.N}x{row.K}", row["mode"], *(f"{row[c]:.2f}" for c in runners), f"{best:.2f}",
+                  f"{ratio:.3f}x")
+    if {"cublaslt", "cublaslt_autotune"} <= set(runners):
+        for mode, g in wide.groupby("mode"):
+            r = g["cublaslt"] / g["cublaslt_autotune"]
+            t.caption = (t.caption or "") + (f"{mode}: autotune faster than the heuristic at {int((r > 1).sum())}/{len(r)} "
+                                             f"shapes, by >2% at {int((r > 1.02).sum())}; geomean {geomean(r):.3f}x.  ")
+    return t

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Download the wheels the GPU machine lacks into .whl/ (git-ignored), for the device tool to carry.
+# The device image already has torch, cupy, pandas, pyarrow, typer, rich, jinja2, pytest,
+# nvidia-ml-py and the CUDA libraries; it has no package registry.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+grep -qx '/.whl/' .git/info/exclude 2>/dev/null || echo '/.whl/' >> .git/info/exclude
+mkdir -p .whl
+plat=(--platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64
+      --platform manylinux2014_x86_64)
+python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp "${plat[@]}" \
+    -d .whl nvmath-python==1.0.0 nvidia-cutlass==4.2.0.0
+ls -la .whl

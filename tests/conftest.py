@@ -1,0 +1,40 @@
+"""Shared fixtures. GPU tests are marked `gpu` and skip unless a GPU answers NVML."""
+
+import json
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from cudal2.config import Config
+from cudal2.harness.device import gpu_present
+
+KERNELS = Path(__file__).parent / "kernels"
+
+
+def pytest_collection_modifyitems(config, items):
+    why = gpu_present()
+    if why:
+        skip = pytest.mark.skip(reason=f"GPU test: {why}")
+        for item in items:
+            if "gpu" in item.keywords:
+                item.add_marker(skip)
+
+
+@pytest.fixture
+def cfg(tmp_path) -> Config:
+    """Defaults with a private build cache and results db."""
+    return Config.load(build={"cache_dir": str(tmp_path / "cache")}, run={"db": str(tmp_path / "r.sqlite")})
+
+
+@pytest.fixture(scope="session")
+def fast_cfg() -> Config:
+    """Short timing for judging the adversarial suite: verdicts, not figures."""
+    d = tempfile.mkdtemp()
+    return Config.load(build={"cache_dir": d + "/cache"},
+                       timing={"repeats": 3, "server_calls": 4, "autotune_k": 4, "min_replay_ms": 0.2, "max_sets": 8},
+                       verify={"call_timeout_s": 5.0})
+
+
+def expected_bad() -> dict:
+    return json.loads((KERNELS / "bad" / "EXPECTED.json").read_text())

@@ -1,0 +1,31 @@
+// CHEAT CLASS: work outside the timed stream -- host threads (and a header outside the list).
+// Launches a correct GEMM from a std::thread. Host threads are a side channel and an escape
+// from the call's accounting; <thread> is not an allowed header either. The static policy
+// must reject it: stage "policy".
+#include <cuda_runtime.h>
+#include <cuda_fp16.h>
+#include <thread>
+
+__global__ void naive_gemm(const __half* __restrict__ A, const __half* __restrict__ B,
+                           __half* __restrict__ C, int M, int N, int K) {
+    const int n = blockIdx.x * blockDim.x + threadIdx.x;
+    const int m = blockIdx.y * blockDim.y + threadIdx.y;
+    if (m >= M || n >= N) return;
+    float acc = 0.0f;
+    for (int k = 0; k < K; ++k)
+        acc = fmaf(__half2float(A[(size_t)m * K + k]), __half2float(B[(size_t)n * K + k]), acc);
+    C[(size_t)m * N + n] = __float2half_rn(acc);
+}
+
+extern "C" int cudal2_gemm(const __half* A, const __half* B, __half* C, int M, int N, int K,
+                           void* workspace, size_t workspace_bytes, cudaStream_t stream) {
+    (void)workspace; (void)workspace_bytes;
+    cudaError_t err = cudaSuccess;
+    std::thread worker([&] {   // forbidden: a host thread
+        const dim3 block(32, 8), grid((N + 31) / 32, (M + 7) / 8);
+        naive_gemm<<<grid, block, 0, stream>>>(A, B, C, M, N, K);
+        err = cudaGetLastError();
+    });
+    worker.join();
+    return (int)err;
+}

@@ -1,0 +1,27 @@
+// FAULT CLASS: faults -- an illegal address.
+// A correct GEMM in which one thread also stores through a wild pointer, C + 2^40 elements
+// (2 TiB past C: unmapped). The kernel dies with cudaErrorIllegalAddress, a sticky error that
+// poisons the whole CUDA context, so the harness must replace the worker: fault
+// "cuda_error" at the first runtime stage, "exact". The candidate is charged, the run goes on.
+#include <cuda_runtime.h>
+#include <cuda_fp16.h>
+
+__global__ void wild_gemm(const __half* __restrict__ A, const __half* __restrict__ B,
+                          __half* __restrict__ C, int M, int N, int K) {
+    const int n = blockIdx.x * blockDim.x + threadIdx.x;
+    const int m = blockIdx.y * blockDim.y + threadIdx.y;
+    if (m >= M || n >= N) return;
+    float acc = 0.0f;
+    for (int k = 0; k < K; ++k)
+        acc = fmaf(__half2float(A[(size_t)m * K + k]), __half2float(B[(size_t)n * K + k]), acc);
+    C[(size_t)m * N + n] = __float2half_rn(acc);
+    if (m == 0 && n == 0) C[1ll << 40] = __float2half_rn(acc);   // the wild store
+}
+
+extern "C" int cudal2_gemm(const __half* A, const __half* B, __half* C, int M, int N, int K,
+                           void* workspace, size_t workspace_bytes, cudaStream_t stream) {
+    (void)workspace; (void)workspace_bytes;
+    const dim3 block(32, 8), grid((N + 31) / 32, (M + 7) / 8);
+    wild_gemm<<<grid, block, 0, stream>>>(A, B, C, M, N, K);
+    return (int)cudaGetLastError();
+}
