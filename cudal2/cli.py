@@ -93,7 +93,7 @@ def eval_cmd(kernel: Path = typer.Argument(..., help="A candidate .cu file (docs
     ev = Evaluator(cfg, Store(cfg.run.db), gpu_name=gpu)
     try:
         with out.status(f"evaluating {kernel.name} at {p} (build, verify, time)..."):
-            (r,) = ev.evaluate([Candidate(kernel.name, source)], p, profile=profile)
+            (r,) = ev.evaluate([Candidate(kernel.name, source)], p, profile=profile, reuse=False)
     finally:
         ev.close()
     from cudal2.report import result_table

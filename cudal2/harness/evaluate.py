@@ -52,12 +52,14 @@ class Evaluator:
         self.worker.close()
 
     def evaluate(self, cands: Iterable[Candidate], p: Problem, profile: bool = False,
-                 on_result: Callable[[EvalResult], None] | None = None) -> list[EvalResult]:
+                 on_result: Callable[[EvalResult], None] | None = None, reuse: bool = True) -> list[EvalResult]:
+        """One result per candidate, in order. With `reuse`, a result already stored under the same
+        key is returned instead of measured again (that is how runs resume)."""
         cands = list(cands)
         out: list[EvalResult | None] = [None] * len(cands)
         todo: list[int] = []
         for i, c in enumerate(cands):
-            hit = self.store.get(self._key(c, p, profile)) if self.store else None
+            hit = self.store.get(self._key(c, p, profile)) if self.store and reuse else None
             if hit is not None:
                 out[i] = hit
                 on_result and on_result(hit)
