@@ -59,7 +59,7 @@ class Evaluator:
         out: list[EvalResult | None] = [None] * len(cands)
         todo: list[int] = []
         for i, c in enumerate(cands):
-            hit = self.store.get(self._key(c, p, profile)) if self.store and reuse else None
+            hit = self.store.get(self._key(c, p, profile)) if self.store is not None and reuse else None
             if hit is not None:
                 out[i] = hit
                 on_result and on_result(hit)
@@ -69,7 +69,7 @@ class Evaluator:
             builds: dict[int, Future[BuildResult]] = {i: pool.submit(build, cands[i].source, self.cfg.build) for i in todo}
             for i in todo:  # judge in submission order as builds finish: the GPU stays busy
                 r = self._finish(cands[i], p, builds[i].result(), profile)
-                if self.store:
+                if self.store is not None:
                     self.store.put_source(cands[i].source)
                     self.store.put(self._key(cands[i], p, profile), r)
                 out[i] = r

@@ -35,7 +35,7 @@ RULES: list[tuple[str, re.Pattern[str]]] = [(r, re.compile(p)) for r, p in [
     ("sync", r"\bcuda(Device|Thread|Stream|Event)Synchronize\b|\bcu(Ctx|Stream|Event)Synchronize\b"
              r"|\bcudaStreamWaitEvent\b|\bcudaStreamQuery\b|\bcudaEventQuery\b"),
     ("allocation", r"\bcuda(Malloc|Free|HostAlloc|HostRegister|MallocHost|FreeHost)\w*\b|\bcuMem\w+\b"
-                   r"|\b(malloc|calloc|realloc|free|aligned_alloc|posix_memalign)\s*\(|\bnew\s*[\w:<(\[]|\bdelete\b"
+                   r"|\b(malloc|calloc|realloc|free|aligned_alloc|posix_memalign)\s*\(|\bnew\b\s*[\w:<(\[]|\bdelete\b"
                    r"|\bstd::(vector|string|map|unordered_map|set|list|deque|shared_ptr|unique_ptr|make_\w+)\b"),
     ("stream_escape", r"\bcudaStream[A-Z]\w*|\bcudaStreamLegacy\b|\bcudaStreamPerThread\b|\bcudaEvent\w*|\bcudaGraph\w*"
                       r"|\bcudaStreamBeginCapture\w*|\bcu(Stream|Event|Graph|Ctx)\w*|\bcudaSetDevice\b|\bcudaDeviceReset\b"

@@ -1,0 +1,65 @@
+"""CLI error paths: one line on stderr, exit code 2, no traceback, nothing written."""
+
+import pytest
+from typer.testing import CliRunner
+
+from cudal2 import cli
+
+from .conftest import KERNELS
+
+runner = CliRunner()
+NAIVE = str(KERNELS / "good" / "naive.cu")
+
+
+def run(*args):
+    return runner.invoke(cli.app, list(args))
+
+
+def assert_clean_error(res, needle):
+    assert res.exit_code == 2, res.output
+    assert needle in res.output
+    assert "Traceback" not in res.output
+
+
+@pytest.mark.parametrize("mnk,needle", [("4096,4096", "three positive integers"), ("a,b,c", "three positive"),
+                                        ("64,64,60", "multiple of 8"), ("0,64,64", "positive")])
+def test_bad_mnk(mnk, needle):
+    assert_clean_error(run("eval", NAIVE, "--mnk", mnk), needle)
+
+
+def test_missing_kernel_file():
+    assert_clean_error(run("eval", "nope.cu", "--mnk", "64,64,64"), "cannot read kernel file")
+
+
+def test_kernel_without_entry_point():
+    assert_clean_error(run("eval", str(KERNELS / "bad" / "no_entry.cu"), "--mnk", "64,64,64"), "no cudal2_gemm")
+
+
+def test_bad_mode():
+    assert_clean_error(run("eval", NAIVE, "--mnk", "64,64,64", "--mode", "fast"), "--mode")
+
+
+def test_bad_config(tmp_path):
+    f = tmp_path / "c.toml"
+    f.write_text("[timing]\nrepeats = 0\n")
+    assert_clean_error(run("eval", NAIVE, "--mnk", "64,64,64", "-c", str(f)), "timing.repeats")
+
+
+def test_no_gpu(monkeypatch):
+    monkeypatch.setattr("cudal2.harness.device.gpu_present", lambda: "no NVIDIA GPU found (test)")
+    assert_clean_error(run("eval", NAIVE, "--mnk", "64,64,64"), "no NVIDIA GPU found")
+
+
+def test_baselines_missing_shapes_file():
+    assert_clean_error(run("baselines", "--shapes", "missing.json"), "shapes file not found")
+
+
+def test_baselines_bad_shapes_file(tmp_path):
+    f = tmp_path / "s.json"
+    f.write_text("[[64, 64]]")
+    assert_clean_error(run("baselines", "--shapes", str(f)), "entry 0")
+
+
+def test_doctor_lists_components():
+    res = run("doctor")
+    assert res.exit_code == 0 and "nvcc" in res.output and "CUTLASS" in res.output
