@@ -123,6 +123,95 @@ def baselines(shapes: Path = typer.Option(..., "--shapes", help="JSON list of [M
     out.print(f"wrote {out_path} ({len(df)} rows)")
 
 
+@app.command()
+def generate(mnk: Optional[str] = typer.Option(None, "--mnk", help="One shape M,N,K."),
+             shapes: Optional[Path] = typer.Option(None, "--shapes", help="JSON list of shapes (resumes where it stopped)."),
+             budget_minutes: Optional[float] = typer.Option(None, "--budget-minutes", help="Per shape; default from config."),
+             families: Optional[str] = typer.Option(None, "--families", help="Comma list, e.g. sm80,sm90."),
+             config: Optional[Path] = ConfigOpt) -> None:
+    """Search for kernels faster than cuBLAS at the given shape(s); winners go to the kernel library."""
+    if (mnk is None) == (shapes is None):
+        fail("give exactly one of --mnk M,N,K or --shapes FILE")
+    try:
+        problems = [parse_mnk(mnk)] if mnk else load_shapes(shapes)
+    except ProblemError as e:
+        fail(str(e))
+    cfg = load_config(config)
+    if budget_minutes is not None:
+        if budget_minutes <= 0:
+            fail("--budget-minutes must be positive")
+        cfg.search.budget_minutes = budget_minutes
+    if families:
+        cfg.search.families = [f.strip() for f in families.split(",") if f.strip()]
+    from cudal2.kernels import families as known
+    bad = [f for f in cfg.search.families if f not in known()]
+    if bad:
+        fail(f"unknown kernel famil{'y' if len(bad) == 1 else 'ies'} {', '.join(bad)}; known: {', '.join(sorted(known()))}")
+    gpu = need_gpu()
+    from cudal2.search.run import run_generate
+    raise typer.Exit(run_generate(problems, cfg, gpu, out))
+
+
+library_app = typer.Typer(no_args_is_help=True, help="Inspect, verify and benchmark the kernel library.")
+app.add_typer(library_app, name="library")
+LibOpt = typer.Option(None, "--root", help="Library folder (default: the package's kernels_out/).")
+ArchOpt = typer.Option(None, "--arch", help="Architecture folder, e.g. sm90 (default: this GPU's).")
+
+
+def open_library(root: Optional[Path], arch: Optional[str]):
+    from cudal2.library import LibraryError, load
+    if arch is None:
+        why = __import__("cudal2.harness.device", fromlist=["gpu_present"]).gpu_present()
+        if why:
+            fail(f"{why}; name the library's architecture with --arch (e.g. --arch sm90)")
+    try:
+        return load(root, arch)
+    except LibraryError as e:
+        fail(str(e))
+
+
+@library_app.command("ls")
+def library_ls(root: Optional[Path] = LibOpt, arch: Optional[str] = ArchOpt) -> None:
+    """List the library's entries."""
+    lib = open_library(root, arch)
+    from cudal2.report import library_table
+    out.print(library_table(lib))
+
+
+@library_app.command("show")
+def library_show(entry_id: str, root: Optional[Path] = LibOpt, arch: Optional[str] = ArchOpt) -> None:
+    """Show one entry: its measurements, provenance and source file."""
+    lib = open_library(root, arch)
+    match = [e for e in lib.entries if e.id == entry_id or e.id.startswith(entry_id)]
+    if len(match) != 1:
+        fail(f"no single entry matches {entry_id!r} ({len(match)} do)")
+    import json
+    e = match[0]
+    out.print_json(json.dumps({**e.__dict__, "source_path": str(lib.folder / e.source)}, default=str))
+
+
+@library_app.command("verify")
+def library_verify(root: Optional[Path] = LibOpt, arch: Optional[str] = ArchOpt, config: Optional[Path] = ConfigOpt) -> None:
+    """Re-run the harness's checks on every entry, on this GPU (no timing)."""
+    lib = open_library(root, arch)
+    cfg = load_config(config)
+    gpu = need_gpu()
+    from cudal2.library.bench import verify_entries
+    bad = verify_entries(lib, cfg, gpu, out)
+    raise typer.Exit(1 if bad else 0)
+
+
+@library_app.command("bench")
+def library_bench(root: Optional[Path] = LibOpt, arch: Optional[str] = ArchOpt, config: Optional[Path] = ConfigOpt,
+                  json_out: Optional[Path] = typer.Option(None, "--json", help="Also write every result as JSON lines.")) -> None:
+    """Time every entry against the baselines, both modes, with geomeans per size band."""
+    lib = open_library(root, arch)
+    cfg = load_config(config)
+    gpu = need_gpu()
+    from cudal2.library.bench import bench_entries
+    bench_entries(lib, cfg, gpu, out, json_out)
+
+
 def main() -> None:
     app()
 

@@ -90,11 +90,31 @@ class RunConfig:
 
 
 @dataclass
+class SearchConfig:
+    families: list[str] = _f(["sm80", "sm90"], "Kernel families the template proposer draws from.",
+                             each_choices=["sm80", "sm90"])
+    batch: int = _f(16, "Candidates proposed and evaluated per round (builds run in parallel).", ge=1)
+    budget_minutes: float = _f(10.0, "Wall-clock budget per shape, in minutes.", gt=0)
+    max_candidates: int = _f(160, "Most candidates evaluated per shape (across resumed runs).", ge=1)
+    target_speedup: float = _f(0.0, "Stop a shape early once its best score reaches this (0: never).", ge=0)
+    explore: float = _f(0.25, "Share of each round drawn fresh from the prior rather than mutated from the best.",
+                        ge=0, le=1.0)
+    seed: int = _f(0, "Seed of the proposers' random choices.", ge=0)
+
+
+@dataclass
+class LibraryConfig:
+    root: str = _f("", "Kernel library folder; empty means the kernels_out/ folder beside the package.")
+
+
+@dataclass
 class Config:
     build: BuildConfig = field(default_factory=BuildConfig)
     verify: VerifyConfig = field(default_factory=VerifyConfig)
     timing: TimingConfig = field(default_factory=TimingConfig)
     run: RunConfig = field(default_factory=RunConfig)
+    search: SearchConfig = field(default_factory=SearchConfig)
+    library: LibraryConfig = field(default_factory=LibraryConfig)
 
     @classmethod
     def load(cls, path: str | os.PathLike | None = None, **overrides: dict[str, Any]) -> "Config":

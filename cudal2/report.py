@@ -71,3 +71,44 @@ def baselines_table(df: pd.DataFrame) -> Table:
             t.caption = (t.caption or "") + (f"{mode}: autotune faster than the heuristic at {int((r > 1).sum())}/{len(r)} "
                                              f"shapes, by >2% at {int((r > 1.02).sum())}; geomean {geomean(r):.3f}x.  ")
     return t
+
+
+def library_table(lib) -> Table:
+    t = Table(title=f"kernel library {lib.folder} ({len(lib.entries)} entries)")
+    for c in ("id", "shape", "family", "provenance", "score", "offline vs vendor_default", "server vs vendor_default", "gpu"):
+        t.add_column(c)
+    for e in lib.entries:
+        sp = e.measured.get("speedup", {})
+        shape = f"{e.M}x{e.N}x{e.K}" if e.M is not None else f"M={e.m_range[0]}-{e.m_range[1]} N={e.N} K={e.K}"
+        t.add_row(e.id, shape, e.family, e.provenance.get("kind", "?"), f"{e.score:.3f}x",
+                  *(f"{sp.get(m, {}).get('vendor_default', float('nan')):.3f}x" for m in ("offline", "server")),
+                  str(e.gpu.get("name")))
+    return t
+
+
+def bench_table(results: list[EvalResult]) -> Table:
+    """Per-shape speedups against each baseline, both modes, then geomeans per size band."""
+    ok = [r for r in results if r.ok]
+    gpu = ok[0].gpu.get("name", "?") if ok else "?"
+    t = Table(title=f"library vs baselines on {gpu}: speedup = t_baseline / t_library (>1 is faster)")
+    cols = [("offline", "vendor_default"), ("offline", "cublaslt_autotune"), ("server", "vendor_default"),
+            ("server", "cublaslt_autotune")]
+    t.add_column("shape"); t.add_column("band log2(MNK)")
+    for m, b in cols:
+        t.add_column(f"{m} vs {b}", justify="right")
+    t.add_column("offline % of floor", justify="right")
+    import math as _m
+    bands: dict[int, list[EvalResult]] = {}
+    for r in sorted(ok, key=lambda r: r.M * r.N * r.K):
+        bnd = int(_m.log2(r.M * r.N * r.K))
+        bands.setdefault(bnd, []).append(r)
+        t.add_row(f"{r.M}x{r.N}x{r.K}", str(bnd), *(f"{r.speedup.get(m, {}).get(b, float('nan')):.3f}" for m, b in cols),
+                  f"{100 * r.floor_fraction.get('offline', float('nan')):.1f}")
+    for bnd, rs in sorted(bands.items()):
+        t.add_row(f"[bold]geomean band {bnd}[/] ({len(rs)})", str(bnd),
+                  *(f"{geomean(r.speedup.get(m, {}).get(b) for r in rs):.3f}" for m, b in cols),
+                  f"{100 * geomean(r.floor_fraction.get('offline') for r in rs):.1f}")
+    if ok:
+        t.add_row(f"[bold]geomean all[/] ({len(ok)})", "", *(f"{geomean(r.speedup.get(m, {}).get(b) for r in ok):.3f}" for m, b in cols),
+                  f"{100 * geomean(r.floor_fraction.get('offline') for r in ok):.1f}")
+    return t

@@ -42,6 +42,7 @@ class BuildResult:
     reason: str = ""
     log: str = ""              # compiler output (trimmed)
     resources: dict[str, dict[str, int]] = field(default_factory=dict)  # entry -> registers, smem...
+    device_sha256: str = ""    # hash of the device code (see device_code_sha256)
     cached: bool = False
     seconds: float = 0.0
 
@@ -114,6 +115,28 @@ def parse_ptxas(log: str) -> dict[str, dict[str, int]]:
     return out
 
 
+def device_code_sha256(lib_path: str) -> str:
+    """sha256 of the library's `.nv_fatbin` ELF section: the device code alone. nvcc names its
+    temporary files after the process id, so the host part of a library differs between two builds
+    of the same source; the fatbin does not, so this hash is what identifies a kernel binary."""
+    import struct
+    data = Path(lib_path).read_bytes()
+    if data[:4] != b"\x7fELF" or data[4] != 2:
+        raise ValueError(f"{lib_path}: not a 64-bit ELF file")
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
+    def section(i):
+        name, _, _, _, off, size = struct.unpack_from("<IIQQQQ", data, shoff + i * shentsize)
+        return name, off, size
+    _, stroff, _ = section(shstrndx)
+    for i in range(shnum):
+        name, off, size = section(i)
+        end = data.index(b"\0", stroff + name)
+        if data[stroff + name:end] == b".nv_fatbin":
+            return hashlib.sha256(data[off:off + size]).hexdigest()
+    raise ValueError(f"{lib_path}: no .nv_fatbin section (no device code)")
+
+
 def _trim(text: str, limit: int = 6000) -> str:
     return text if len(text) <= limit else text[: limit // 3] + "\n...\n" + text[-2 * limit // 3:]
 
@@ -170,7 +193,7 @@ def build(source: str, cfg: BuildConfig) -> BuildResult:
         res = BuildResult(False, key, "build", reason=_first_error(log), log=_trim(log))
     else:
         res = BuildResult(True, key, "build", lib_path=str(folder / "libkernel.so"), log=_trim(log),
-                          resources=parse_ptxas(log))
+                          resources=parse_ptxas(log), device_sha256=device_code_sha256(str(work / "libkernel.so")))
     res.seconds = time.monotonic() - t0
     (work / "build.json").write_text(json.dumps(res.to_dict()))
     (work / "build.log").write_text(log)

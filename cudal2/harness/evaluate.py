@@ -26,7 +26,7 @@ from cudal2.harness.build import BuildResult, build, nvcc_version
 from cudal2.harness.store import Store, source_hash
 from cudal2.harness.worker import Worker
 from cudal2.problem import Problem, ProblemError, parse_claim
-from cudal2.result import EvalResult, Fault, Stage
+from cudal2.result import EvalResult, Fault, Stage, Timing
 
 
 @dataclass
@@ -35,9 +35,9 @@ class Candidate:
     source: str
 
 
-def result_key(source: str, p: Problem, cfg: Config, gpu: str, profile: bool = False) -> str:
+def result_key(source: str, p: Problem, cfg: Config, gpu: str, profile: bool = False, time_it: bool = True) -> str:
     parts = [source_hash(source), str(p), cfg.digest("build", "verify", "timing"), gpu, nvcc_version(cfg.build.nvcc),
-             "profile" if profile else ""]
+             "profile" if profile else "", "" if time_it else "verify-only"]
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:32]
 
 
@@ -47,14 +47,18 @@ class Evaluator:
         self.store = store
         self.worker = worker or Worker(cfg.run.gpu, cfg.run.job_timeout_s)
         self.gpu_name = gpu_name
+        self._time_it = True
 
     def close(self) -> None:
         self.worker.close()
 
     def evaluate(self, cands: Iterable[Candidate], p: Problem, profile: bool = False,
-                 on_result: Callable[[EvalResult], None] | None = None, reuse: bool = True) -> list[EvalResult]:
+                 on_result: Callable[[EvalResult], None] | None = None, reuse: bool = True,
+                 time_it: bool = True) -> list[EvalResult]:
         """One result per candidate, in order. With `reuse`, a result already stored under the same
-        key is returned instead of measured again (that is how runs resume)."""
+        key is returned instead of measured again (that is how runs resume). Without `time_it`, the
+        verification stages alone run."""
+        self._time_it = time_it
         cands = list(cands)
         out: list[EvalResult | None] = [None] * len(cands)
         todo: list[int] = []
@@ -77,7 +81,7 @@ class Evaluator:
         return out  # type: ignore[return-value]
 
     def _key(self, c: Candidate, p: Problem, profile: bool) -> str:
-        return result_key(c.source, p, self.cfg, self.gpu_name, profile)
+        return result_key(c.source, p, self.cfg, self.gpu_name, profile, self._time_it)
 
     def _finish(self, c: Candidate, p: Problem, b: BuildResult, profile: bool) -> EvalResult:
         r = EvalResult(name=c.name, source_hash=source_hash(c.source), M=p.M, N=p.N, K=p.K)
@@ -92,16 +96,15 @@ class Evaluator:
             return r.fail(Stage.LOAD, f"the kernel does not declare shape {p} (see its cudal2-shapes line)")
         shapes = [(s.M, s.N, s.K) for s in claim.verification_shapes(p)]
         t0 = time.monotonic()
-        o = self.worker.run("cudal2.harness.judge:judge", b.lib_path, p.M, p.N, p.K, self.cfg, shapes)
+        o = self.worker.run("cudal2.harness.judge:judge", b.lib_path, p.M, p.N, p.K, self.cfg, shapes, self._time_it)
         if o.ok:
             d = o.value
             r.stage, r.ok, r.reason = Stage(d["stage"]), d["ok"], d["reason"]
             r.fault = Fault(d["fault"]) if d["fault"] else None
-            for k in ("checks", "times", "speedup", "tflops", "floor_fraction", "gpu"):
+            for k in ("checks", "speedup", "tflops", "floor_fraction", "gpu"):
                 if k in d:
                     setattr(r, k, d[k])
-            from cudal2.result import Timing
-            r.times = {m: {n: Timing(**t) for n, t in rs.items()} for m, rs in r.times.items()}
+            r.times = {m: {n: Timing(**t) for n, t in rs.items()} for m, rs in d.get("times", {}).items()}
         elif o.fault:
             stage = Stage(o.stage) if o.stage in Stage._value2member_map_ else Stage.LOAD
             r.fail(stage, o.error, o.fault)

@@ -350,6 +350,8 @@ def summarize(p: Problem, times: dict, dev: DeviceInfo, cfg: Config) -> dict:
         base = {r: t.median_us for r, t in rs.items() if r != "candidate"}
         if "cublas_tn" in base:
             base["cublas"] = min(base["cublas_tn"], base["cublas_nn"])
+            if "cublaslt" in base:  # what a user gets without autotuning: the search's yardstick
+                base["vendor_default"] = min(base["cublas"], base["cublaslt"])
         if base:
             base["vendor_best"] = min(base.values())
         res["speedup"][mode] = {r: t / cand for r, t in base.items()}
@@ -371,3 +373,8 @@ def baselines_job(M: int, N: int, K: int, cfg: Config) -> dict:
             "lt": getattr(j, "lt_algos", {}), "floor_us": p.floor_s(dev.peak_flops, dev.peak_bytes_per_s) * 1e6,
             "gpu": {"name": dev.name, "driver": dev.driver, "sm_clock_mhz_after": sm_clock_mhz(dev.index),
                     "max_sm_clock_mhz": dev.max_sm_clock_mhz}}
+
+
+def device_job() -> dict:
+    """Worker entry point: the facts of the worker's GPU (for priors and reports)."""
+    return device().to_dict()

@@ -1,0 +1,101 @@
+"""What a kernel family is: a parameter space, its validity rules, a cheap prior, and a jinja2
+template that renders one complete `.cu` file under the kernel contract.
+
+Guarantees: `render` produces a file that declares the exact shape it was rendered for
+(`// cudal2-shapes:`), names its family and parameters in a header comment, and compiles
+(when `invalid` returned None) for the archs in `build_archs`; `invalid` rejects a point before
+anything is compiled, with a reason; `neighbors` moves one parameter one step.
+
+Does not: compile, run or time anything (the harness does).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from cudal2.problem import Problem
+
+TEMPLATES = Path(__file__).parent / "templates"
+_env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), undefined=jinja2.StrictUndefined,
+                          keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What the device allows; defaults are the H100 SXM's."""
+    sm_count: int = 132
+    smem_per_block: int = 227 * 1024
+    regs_per_sm: int = 65536
+    cc: tuple[int, int] = (9, 0)
+
+
+Params = dict[str, Any]
+
+
+class Family:
+    name: str = ""
+    template: str = ""               # file in cudal2/kernels/templates/
+    build_archs: tuple[str, ...] = ("sm_90a",)
+    space: dict[str, tuple] = {}     # parameter -> allowed values, in order
+
+    def invalid(self, params: Params, p: Problem, lim: Limits) -> str | None:
+        """None when the point can be built and run for `p`; otherwise why not."""
+        raise NotImplementedError
+
+    def prior(self, params: Params, p: Problem, lim: Limits) -> float:
+        """Higher is more promising; cheap, no compilation."""
+        return 0.0
+
+    def context(self, params: Params, p: Problem) -> dict[str, Any]:
+        """Template variables beyond the parameters and the shape (derived constants)."""
+        return {}
+
+    def render(self, params: Params, p: Problem) -> str:
+        ctx = {**params, "M": p.M, "N": p.N, "K": p.K, "family": self.name,
+               "params_json": json.dumps(params, sort_keys=True), **self.context(params, p)}
+        return _env.get_template(self.template).render(**ctx)
+
+    def points(self) -> list[Params]:
+        keys = list(self.space)
+        return [dict(zip(keys, vals)) for vals in itertools.product(*(self.space[k] for k in keys))]
+
+    def valid_points(self, p: Problem, lim: Limits) -> list[Params]:
+        return [x for x in self.points() if self.invalid(x, p, lim) is None]
+
+    def neighbors(self, params: Params, rng: random.Random | None = None) -> list[Params]:
+        out = []
+        for k, values in self.space.items():
+            i = values.index(params[k])
+            for j in (i - 1, i + 1):
+                if 0 <= j < len(values):
+                    out.append({**params, k: values[j]})
+        if rng:
+            rng.shuffle(out)
+        return out
+
+
+_registry: dict[str, Family] = {}
+
+
+def register(f: Family) -> Family:
+    _registry[f.name] = f
+    return f
+
+
+def families() -> dict[str, Family]:
+    from cudal2.kernels import sm80, sm90  # noqa: F401  (registration on import)
+    return dict(_registry)
+
+
+def get_family(name: str) -> Family:
+    fams = families()
+    if name not in fams:
+        raise KeyError(f"unknown kernel family {name!r}; known: {', '.join(sorted(fams))}")
+    return fams[name]

@@ -1,0 +1,44 @@
+"""The kernel library Python code imports: `cudal2.library.load()`, `lib.matmul(A, B)`, `cudal2.matmul`.
+
+The default library is the `kernels_out/<arch>/` folder beside the package (or `[library].root`),
+for the architecture of the current GPU.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from cudal2.library.manifest import Entry, LibraryError
+from cudal2.library.runtime import Library
+
+__all__ = ["Entry", "Library", "LibraryError", "load", "matmul", "default_root", "current_arch"]
+
+_default: Library | None = None
+_lock = threading.Lock()
+
+
+def default_root() -> Path:
+    return Path(__file__).resolve().parent.parent.parent / "kernels_out"
+
+
+def current_arch() -> str:
+    """'sm90' for compute capability 9.0, read through NVML (no CUDA context)."""
+    import pynvml as nv
+    nv.nvmlInit()
+    major, minor = nv.nvmlDeviceGetCudaComputeCapability(nv.nvmlDeviceGetHandleByIndex(0))
+    return f"sm{major}{minor}"
+
+
+def load(root: str | Path | None = None, arch: str | None = None) -> Library:
+    root = Path(root) if root else default_root()
+    return Library(root / (arch or current_arch()))
+
+
+def matmul(A, B):
+    """C = A @ B.T through the process-wide default library (exact shape, M-range, else cuBLAS)."""
+    global _default
+    with _lock:
+        if _default is None:
+            _default = load()
+    return _default.matmul(A, B)

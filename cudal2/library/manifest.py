@@ -1,0 +1,105 @@
+"""The kernel library's manifest: one JSON file per architecture folder, listing every entry.
+
+Guarantees: `read` validates every entry (required fields, types, shape sanity, the source file
+present and matching its sha256) and raises `LibraryError` naming the file and the entry on any
+problem, so a corrupt library never half-loads; `write` replaces the file atomically, so a crash
+mid-write leaves the old manifest intact.
+
+Does not: build or load binaries (see `runtime.py`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+MANIFEST = "manifest.json"
+VERSION = 1
+
+
+class LibraryError(RuntimeError):
+    """The library on disk is unusable; the message names the file."""
+
+
+@dataclass
+class Entry:
+    id: str
+    M: int | None                # None for an M-range entry
+    N: int
+    K: int
+    family: str
+    params: dict[str, Any]
+    provenance: dict[str, Any]   # {"kind": "template" | "llm" | "sass", ...}
+    source: str                  # file name beside the manifest
+    source_sha256: str
+    device_sha256: str           # hash of the device code the generating run built
+    build: dict[str, Any]        # nvcc version, flags, archs
+    measured: dict[str, Any]     # times (us) and speedups per mode and baseline, score
+    gpu: dict[str, Any]          # name, driver
+    date: str
+    m_range: list[int] | None = None   # [lo, hi] for an M-range entry
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def covers(self, M: int, N: int, K: int) -> bool:
+        if (N, K) != (self.N, self.K):
+            return False
+        return M == self.M if self.m_range is None else self.m_range[0] <= M <= self.m_range[1]
+
+    @property
+    def score(self) -> float:
+        return float(self.measured.get("score") or 0.0)
+
+
+_REQUIRED = {f for f in Entry.__dataclass_fields__ if f not in ("m_range", "extra")}
+
+
+def sha256_file(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def read(folder: Path) -> list[Entry]:
+    path = folder / MANIFEST
+    if not path.exists():
+        return []
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise LibraryError(f"{path}: cannot read the manifest ({e})") from None
+    if not isinstance(doc, dict) or doc.get("version") != VERSION or not isinstance(doc.get("entries"), list):
+        raise LibraryError(f"{path}: not a cudal2 manifest of version {VERSION}")
+    entries, ids = [], set()
+    for i, d in enumerate(doc["entries"]):
+        where = f"{path}: entry {i}"
+        if not isinstance(d, dict) or _REQUIRED - set(d):
+            missing = sorted(_REQUIRED - set(d)) if isinstance(d, dict) else "all"
+            raise LibraryError(f"{where}: missing fields {missing}")
+        try:
+            e = Entry(**{k: v for k, v in d.items() if k in Entry.__dataclass_fields__})
+        except TypeError as err:
+            raise LibraryError(f"{where}: {err}") from None
+        if not all(isinstance(x, int) and x > 0 for x in (e.N, e.K)) or e.K % 8 or (e.M is None) == (e.m_range is None):
+            raise LibraryError(f"{where} ({e.id}): bad shape M={e.M} N={e.N} K={e.K} m_range={e.m_range}")
+        if e.id in ids:
+            raise LibraryError(f"{where}: duplicate id {e.id}")
+        ids.add(e.id)
+        src = folder / e.source
+        if not src.is_file():
+            raise LibraryError(f"{where} ({e.id}): source file {src} is missing")
+        if sha256_file(src) != e.source_sha256:
+            raise LibraryError(f"{where} ({e.id}): {src} does not match its sha256 in the manifest")
+        entries.append(e)
+    return entries
+
+
+def write(folder: Path, entries: list[Entry]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    doc = {"version": VERSION, "entries": [asdict(e) for e in sorted(entries, key=lambda e: (e.N, e.K, e.M or 0))]}
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".manifest.")
+    with os.fdopen(fd, "w") as f:
+        json.dump(doc, f, indent=1, sort_keys=True)
+    os.replace(tmp, folder / MANIFEST)

@@ -1,0 +1,115 @@
+"""The kernel library at run time: look up a shape, build on first use, call on the caller's stream.
+
+Guarantees:
+- dispatch: the entry for the exact shape, else one whose M-range covers it, else the vendor
+  GEMM (cuBLAS through torch or cupy); the result is always C = A·Bᵀ;
+- a binary is built on first use (through the harness's policy and nvcc, cached) and its device
+  code is checked against the manifest's hash before it is loaded; when the toolkit differs from
+  the one that generated the entry, the hash cannot match and a warning says so;
+- the call enqueues on the caller's current stream (torch's or cupy's) with no host
+  synchronization; the workspace comes from the caller's framework allocator;
+- a kernel that fails (non-zero status, a build or hash failure) is disabled for the process with
+  a warning, and the call falls back to the vendor GEMM.
+
+Does not: re-verify kernels at load (that is `cudal2 library verify`), or run them in a separate
+process: library entries are winners the harness already judged.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from cudal2.config import BuildConfig
+from cudal2.library import manifest
+from cudal2.library.manifest import Entry, LibraryError
+
+
+class Library:
+    def __init__(self, folder: Path, build_cfg: BuildConfig | None = None):
+        self.folder = Path(folder)
+        self.entries = manifest.read(self.folder)
+        self.build_cfg = build_cfg or BuildConfig()
+        self._loaded: dict[str, Any] = {}
+        self._disabled: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    # --- what is in it -----------------------------------------------------------------------
+    @property
+    def table(self) -> pd.DataFrame:
+        rows = []
+        for e in self.entries:
+            m = e.measured
+            rows.append({"id": e.id, "M": e.M, "m_range": e.m_range, "N": e.N, "K": e.K, "family": e.family,
+                         "provenance": e.provenance.get("kind"), "score": e.score,
+                         **{f"{mode}_speedup_{b}": v for mode, sp in m.get("speedup", {}).items() for b, v in sp.items()},
+                         "gpu": e.gpu.get("name"), "date": e.date})
+        return pd.DataFrame(rows)
+
+    def lookup(self, M: int, N: int, K: int) -> Entry | None:
+        exact = [e for e in self.entries if e.m_range is None and e.covers(M, N, K) and e.id not in self._disabled]
+        if exact:
+            return max(exact, key=lambda e: e.score)
+        ranged = [e for e in self.entries if e.m_range is not None and e.covers(M, N, K) and e.id not in self._disabled]
+        return max(ranged, key=lambda e: e.score) if ranged else None
+
+    def disabled(self) -> dict[str, str]:
+        return dict(self._disabled)
+
+    # --- building and loading ----------------------------------------------------------------
+    def _candidate(self, e: Entry):
+        with self._lock:
+            if e.id in self._loaded:
+                return self._loaded[e.id]
+            from cudal2.harness.build import build, nvcc_version
+            from cudal2.harness.loader import load_candidate
+            source = (self.folder / e.source).read_text()
+            cfg = BuildConfig(**{**self.build_cfg.__dict__, "flags": list(e.build.get("flags", self.build_cfg.flags)),
+                                 "archs": list(e.build.get("archs", self.build_cfg.archs))})
+            b = build(source, cfg)
+            if not b.ok:
+                raise LibraryError(f"{e.id}: build failed: {b.reason}")
+            if b.device_sha256 != e.device_sha256:
+                if nvcc_version(cfg.nvcc) == e.build.get("nvcc"):
+                    raise LibraryError(f"{e.id}: built device code does not match the manifest's hash "
+                                       "(same toolkit): refusing to load it")
+                warnings.warn(f"cudal2: {e.id} was generated with nvcc {e.build.get('nvcc')}, built here with "
+                              f"{nvcc_version(cfg.nvcc)}: device code differs from the verified binary; "
+                              "run `cudal2 library verify` on this machine", stacklevel=3)
+            cand = load_candidate(b.lib_path)
+            self._loaded[e.id] = cand
+            return cand
+
+    def _disable(self, e: Entry, why: str) -> None:
+        self._disabled[e.id] = why
+        warnings.warn(f"cudal2: kernel {e.id} disabled for this process ({why}); using the vendor GEMM", stacklevel=3)
+
+    # --- calling -----------------------------------------------------------------------------
+    def matmul(self, A, B):
+        """C = A @ B.T for fp16 A (M×K) and B (N×K), torch or cupy, on the current stream."""
+        from cudal2.library import arrays
+        ops = arrays.ops_for(A, B)
+        M, K = ops.shape(A)
+        N, K2 = ops.shape(B)
+        if K2 != K:
+            raise ValueError(f"cudal2.matmul: A is {M}x{K} but B is {N}x{K2}; want B as N x K (C = A @ B.T)")
+        e = self.lookup(M, N, K) if ops.eligible(A, B) else None
+        if e is None:
+            return ops.vendor(A, B)
+        try:
+            cand = self._candidate(e)
+        except Exception as err:  # noqa: BLE001  a broken entry costs itself, never the caller
+            self._disable(e, str(err))
+            return self.matmul(A, B)
+        C = ops.empty(A, M, N)
+        nbytes = cand.workspace_bytes(M, N, K)
+        ws = ops.workspace(A, nbytes)
+        rc = cand.call(ops.ptr(A), ops.ptr(B), ops.ptr(C), M, N, K, ops.ptr(ws), nbytes, ops.stream(A))
+        if rc != 0:
+            self._disable(e, f"cudal2_gemm returned {rc}")
+            return ops.vendor(A, B)
+        return C

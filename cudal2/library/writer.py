@@ -1,0 +1,47 @@
+"""Writing winners into the library folder.
+
+Guarantees: an entry is written only from a result that passed every check; its source is
+stored beside the manifest under a content-derived name; for a shape already in the library the
+better-scoring entry is kept (a tie keeps the existing one); the manifest is replaced atomically.
+
+Does not: measure or compare across GPUs: scores from the generating run are taken as measured.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+from cudal2.library import manifest
+from cudal2.library.manifest import Entry
+from cudal2.result import EvalResult
+
+
+def entry_from(r: EvalResult, source: str, family: str, params: dict, provenance: dict[str, Any], score: float,
+               nvcc: str, flags: list[str], archs: list[str]) -> Entry:
+    sha = manifest.hashlib.sha256(source.encode()).hexdigest()
+    eid = f"{r.M}x{r.N}x{r.K}-{family or 'custom'}-{sha[:10]}"
+    measured = {"score": score, "speedup": r.speedup, "tflops": r.tflops, "floor_fraction": r.floor_fraction,
+                "times_us": {m: {k: t.median_us for k, t in rs.items()} for m, rs in r.times.items()}}
+    return Entry(id=eid, M=r.M, N=r.N, K=r.K, family=family, params=params, provenance=provenance,
+                 source=f"{eid}.cu", source_sha256=sha, device_sha256=r.build.get("device_sha256", ""),
+                 build={"nvcc": nvcc, "flags": flags, "archs": archs, "resources": r.build.get("resources", {})},
+                 measured=measured, gpu={k: r.gpu.get(k) for k in ("name", "driver", "sm_count", "cc")},
+                 date=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
+
+
+def add(folder: Path, e: Entry, source: str) -> bool:
+    """True when `e` went into the library (new shape, or better than the entry it replaces)."""
+    entries = manifest.read(folder)
+    same = [x for x in entries if x.m_range is None and (x.M, x.N, x.K) == (e.M, e.N, e.K)]
+    if any(x.score >= e.score for x in same):
+        return False
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / e.source).write_text(source)
+    keep = [x for x in entries if x not in same]
+    manifest.write(folder, keep + [e])
+    for old in same:
+        if old.source != e.source:
+            (folder / old.source).unlink(missing_ok=True)
+    return True

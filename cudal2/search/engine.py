@@ -1,0 +1,155 @@
+"""The search loop, one engine for every proposer: propose, dedupe, evaluate, remember, publish.
+
+Guarantees:
+- each round asks every proposer for its share of `search.batch` candidates, drops sources the
+  population already holds for the shape, and evaluates the rest through the harness (builds on
+  every core, judging on the GPU worker); a proposer that returns garbage costs only its
+  candidates (they fail at policy or build);
+- everything is persisted as it happens (results store, population, elapsed time per shape), so a
+  killed run resumes: finished shapes are skipped, pending candidates are judged first, and the
+  time and candidate budgets count what earlier runs spent;
+- budgets: minutes per shape, candidates per shape, and an optional target score;
+- the best verified candidate of each shape is offered to the library, which keeps the better.
+
+Does not: write sources itself (proposers do) or decide verdicts (the harness does).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from cudal2.config import Config
+from cudal2.harness.build import nvcc_version
+from cudal2.harness.evaluate import Candidate, Evaluator, result_key
+from cudal2.harness.store import Store
+from cudal2.library import writer
+from cudal2.problem import Problem
+from cudal2.result import EvalResult
+from cudal2.search.population import Member, Population
+from cudal2.search.proposers import Proposal, Proposer
+from cudal2.search.score import score
+
+
+@dataclass
+class ShapeOutcome:
+    problem: Problem
+    evaluated: int = 0
+    verified: int = 0
+    best: Member | None = None
+    published: bool = False
+    seconds: float = 0.0
+    stages: dict[str, int] = field(default_factory=dict)
+
+
+class Search:
+    def __init__(self, cfg: Config, store: Store, evaluator: Evaluator, proposers: list[Proposer],
+                 library_dir: Path, console: Console | None = None):
+        self.cfg, self.store, self.ev, self.proposers = cfg, store, evaluator, proposers
+        self.pop = Population(cfg.run.db)
+        self.library_dir = library_dir
+        self.console = console or Console()
+        self.rng = random.Random(cfg.search.seed)
+
+    def run(self, problems: list[Problem]) -> list[ShapeOutcome]:
+        outcomes = []
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      console=self.console, transient=False) as bar:
+            shapes = bar.add_task("shapes", total=len(problems))
+            for p in problems:
+                if self.pop.finished(p):
+                    self.console.print(f"{p}: finished in an earlier run; skipped")
+                    outcomes.append(self._outcome(p))
+                else:
+                    outcomes.append(self.run_shape(p, bar))
+                bar.advance(shapes)
+        return outcomes
+
+    def run_shape(self, p: Problem, bar: Progress) -> ShapeOutcome:
+        s = self.cfg.search
+        task = bar.add_task(str(p), total=s.max_candidates)
+        start, spent_before = time.monotonic(), self.pop.elapsed(p)
+        round_ = self.pop.last_round(p)
+        exhausted = False
+        while True:
+            done = self.pop.members(p, "done")
+            bar.update(task, completed=len(done), description=self._describe(p))
+            spent = spent_before + time.monotonic() - start
+            best = self.pop.best(p)
+            if (spent > s.budget_minutes * 60 or len(done) >= s.max_candidates
+                    or (s.target_speedup and best and best[0].score >= s.target_speedup)):
+                break
+            batch = self._pending(p) or self._propose(p, min(s.batch, s.max_candidates - len(done)), round_)
+            if not batch:
+                exhausted = True
+                break
+            round_ += 1
+            t0 = time.monotonic()
+            results = self.ev.evaluate([Candidate(m.name, src) for m, src in batch], p,
+                                       on_result=lambda r: bar.advance(task))
+            for (m, _), r in zip(batch, results):
+                self.pop.record(m.id, r.ok, r.stage.value, score(r))
+            self.pop.add_elapsed(p, time.monotonic() - t0)
+        self.pop.finish(p)
+        out = self._outcome(p)
+        out.published = self._publish(p, out.best)
+        bar.update(task, description=self._describe(p) + (" -> library" if out.published else "")
+                   + (" (space exhausted)" if exhausted else ""))
+        return out
+
+    def _pending(self, p: Problem) -> list[tuple[Member, str]]:
+        """Candidates a killed run had admitted but not judged: first in line on resume."""
+        found = [(m, self.store.source(m.source_hash)) for m in self.pop.members(p, "pending")]
+        return [(m, src) for m, src in found if src is not None]
+
+    def _propose(self, p: Problem, n: int, round_: int) -> list[tuple[Member, str]]:
+        share = max(1, n // len(self.proposers))
+        batch = []
+        for prop in self.proposers:
+            try:
+                proposals: list[Proposal] = prop.propose(p, self.pop, share, self.rng)
+            except Exception as e:  # noqa: BLE001  a broken proposer costs its share of the round
+                self.console.print(f"[yellow]proposer {prop.name} failed: {e}[/]")
+                continue
+            for x in proposals:
+                if not isinstance(x.source, str) or not x.source.strip():
+                    continue
+                h = self.store.put_source(x.source)
+                mid = self.pop.add(p, x.name, x.source, h, x.family, x.params, x.parent, x.proposer, round_, x.meta)
+                if mid is not None:
+                    batch.append((_member(self.pop, p, mid), x.source))
+        return batch
+
+    def _describe(self, p: Problem) -> str:
+        best = self.pop.best(p)
+        return f"{p}: best " + (f"{best[0].score:.3f}x ({best[0].name})" if best else "none yet")
+
+    def _outcome(self, p: Problem) -> ShapeOutcome:
+        ms = self.pop.members(p, "done")
+        out = ShapeOutcome(p, evaluated=len(ms), verified=sum(bool(m.ok) for m in ms), seconds=self.pop.elapsed(p))
+        for m in ms:
+            out.stages[m.stage] = out.stages.get(m.stage, 0) + 1
+        best = self.pop.best(p)
+        out.best = best[0] if best else None
+        return out
+
+    def _publish(self, p: Problem, best: Member | None) -> bool:
+        if best is None:
+            return False
+        source = self.store.source(best.source_hash)
+        r: EvalResult | None = self.store.get(result_key(source, p, self.cfg, self.ev.gpu_name))
+        if r is None or not r.ok:
+            return False
+        provenance = {"kind": best.proposer, "candidate": best.name}
+        e = writer.entry_from(r, source, best.family, best.params, provenance, best.score, nvcc_version(self.cfg.build.nvcc),
+                              self.cfg.build.flags, self.cfg.build.archs)
+        return writer.add(self.library_dir, e, source)
+
+
+def _member(pop: Population, p: Problem, mid: int) -> Member:
+    return next(m for m in pop.members(p) if m.id == mid)

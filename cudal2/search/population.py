@@ -1,0 +1,121 @@
+"""The population: every candidate the search proposed, per shape, with lineage and score.
+
+Guarantees: lives in the run's SQLite file beside the results store, so a killed search resumes
+with everything it had judged; a source is admitted once per shape (dedupe by the hash of its
+normalized text); each candidate records its parent, proposer, family and parameters; a shape's
+elapsed search time and whether it is finished are persisted too.
+
+Does not: judge (the harness does) or choose parents (the proposers do).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import sqlite3
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from cudal2.problem import Problem
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS candidates (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, shape TEXT NOT NULL, norm_hash TEXT NOT NULL, source_hash TEXT NOT NULL,
+    name TEXT, family TEXT, params TEXT, parent INTEGER, proposer TEXT, round INTEGER, created REAL,
+    status TEXT NOT NULL DEFAULT 'pending', ok INTEGER, stage TEXT, score REAL, meta TEXT,
+    UNIQUE (shape, norm_hash));
+CREATE TABLE IF NOT EXISTS shapes (shape TEXT PRIMARY KEY, elapsed_s REAL NOT NULL DEFAULT 0,
+    done INTEGER NOT NULL DEFAULT 0);
+"""
+
+
+def normalized_hash(source: str) -> str:
+    """Hash of the source with comments and whitespace runs removed: cosmetic edits are duplicates."""
+    text = re.sub(r"//[^\n]*|/\*.*?\*/", " ", source, flags=re.S)
+    return hashlib.sha256(" ".join(text.split()).encode()).hexdigest()[:24]
+
+
+@dataclass
+class Member:
+    id: int
+    name: str
+    family: str
+    params: dict[str, Any]
+    parent: int | None
+    proposer: str
+    status: str
+    ok: bool | None
+    stage: str | None
+    score: float | None
+    source_hash: str
+
+
+class Population:
+    def __init__(self, db_path: str):
+        self.db = sqlite3.connect(db_path, timeout=30)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.executescript(_SCHEMA)
+
+    def add(self, p: Problem, name: str, source: str, source_hash: str, family: str, params: dict | None,
+            parent: int | None, proposer: str, round_: int, meta: dict | None = None) -> int | None:
+        """The new member's id, or None when this shape already has the same normalized source."""
+        try:
+            with self.db:
+                cur = self.db.execute(
+                    "INSERT INTO candidates (shape, norm_hash, source_hash, name, family, params, parent, proposer, round,"
+                    " created, meta) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                    (str(p), normalized_hash(source), source_hash, name, family, json.dumps(params or {}, sort_keys=True),
+                     parent, proposer, round_, time.time(), json.dumps(meta or {})))
+            return cur.lastrowid
+        except sqlite3.IntegrityError:
+            return None
+
+    def seen(self, p: Problem, source: str) -> bool:
+        return self.db.execute("SELECT 1 FROM candidates WHERE shape=? AND norm_hash=?",
+                               (str(p), normalized_hash(source))).fetchone() is not None
+
+    def record(self, member_id: int, ok: bool, stage: str, score: float | None) -> None:
+        with self.db:
+            self.db.execute("UPDATE candidates SET status='done', ok=?, stage=?, score=? WHERE id=?",
+                            (int(ok), stage, score, member_id))
+
+    def members(self, p: Problem, status: str | None = None) -> list[Member]:
+        q = ("SELECT id, name, family, params, parent, proposer, status, ok, stage, score, source_hash "
+             "FROM candidates WHERE shape=?")
+        args: tuple = (str(p),)
+        if status:
+            q, args = q + " AND status=?", args + (status,)
+        rows = self.db.execute(q + " ORDER BY id", args).fetchall()
+        return [Member(r[0], r[1], r[2], json.loads(r[3] or "{}"), r[4], r[5], r[6],
+                       None if r[7] is None else bool(r[7]), r[8], r[9], r[10]) for r in rows]
+
+    def best(self, p: Problem, k: int = 1) -> list[Member]:
+        scored = [m for m in self.members(p, "done") if m.score is not None]
+        return sorted(scored, key=lambda m: -m.score)[:k]
+
+    def last_round(self, p: Problem) -> int:
+        row = self.db.execute("SELECT MAX(round) FROM candidates WHERE shape=?", (str(p),)).fetchone()
+        return row[0] or 0
+
+    def elapsed(self, p: Problem) -> float:
+        row = self.db.execute("SELECT elapsed_s FROM shapes WHERE shape=?", (str(p),)).fetchone()
+        return row[0] if row else 0.0
+
+    def add_elapsed(self, p: Problem, seconds: float) -> None:
+        with self.db:
+            self.db.execute("INSERT INTO shapes (shape, elapsed_s) VALUES (?, ?) ON CONFLICT(shape) "
+                            "DO UPDATE SET elapsed_s = elapsed_s + excluded.elapsed_s", (str(p), seconds))
+
+    def finish(self, p: Problem) -> None:
+        with self.db:
+            self.db.execute("INSERT INTO shapes (shape, done) VALUES (?, 1) ON CONFLICT(shape) DO UPDATE SET done = 1",
+                            (str(p),))
+
+    def finished(self, p: Problem) -> bool:
+        row = self.db.execute("SELECT done FROM shapes WHERE shape=?", (str(p),)).fetchone()
+        return bool(row and row[0])
+
+    def close(self) -> None:
+        self.db.close()

@@ -1,0 +1,95 @@
+"""Proposers: where candidate sources come from. The search loop asks each for a few per round.
+
+Guarantees: a proposer returns complete candidate sources with their provenance (family and
+parameters for templates; model and prompt hash for the LLM proposer of a later stage); it never
+returns a point its family marks invalid, nor one the population already holds; the template
+proposer first draws from the family spaces by a cheap prior (wave quantization, arithmetic
+intensity), then spends most of each round mutating the best candidates so far, one parameter
+one step at a time.
+
+Does not: evaluate anything or keep state between rounds beyond what the population records.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from cudal2.kernels.family import Family, Limits
+from cudal2.problem import Problem
+from cudal2.search.population import Population
+
+
+@dataclass
+class Proposal:
+    name: str
+    source: str
+    proposer: str
+    family: str = ""
+    params: dict[str, Any] = field(default_factory=dict)
+    parent: int | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+class Proposer(Protocol):
+    name: str
+
+    def propose(self, p: Problem, pop: Population, n: int, rng: random.Random) -> list[Proposal]: ...
+
+
+def _key(family: str, params: dict) -> str:
+    return family + json.dumps(params, sort_keys=True)
+
+
+class TemplateProposer:
+    name = "template"
+
+    def __init__(self, families: list[Family], limits: Limits, explore: float = 0.25):
+        self.families, self.limits, self.explore = families, limits, explore
+        self._ranked: dict[tuple[str, str], list[dict]] = {}
+
+    def ranked(self, fam: Family, p: Problem) -> list[dict]:
+        """Valid points of `fam` for `p`, best prior first (computed once per shape)."""
+        k = (fam.name, str(p))
+        if k not in self._ranked:
+            pts = fam.valid_points(p, self.limits)
+            self._ranked[k] = sorted(pts, key=lambda x: -fam.prior(x, p, self.limits))
+        return self._ranked[k]
+
+    def propose(self, p: Problem, pop: Population, n: int, rng: random.Random) -> list[Proposal]:
+        members = pop.members(p)
+        tried = {_key(m.family, m.params) for m in members}
+        fams = {f.name: f for f in self.families}
+        out: list[Proposal] = []
+
+        def take(fam: Family, params: dict, parent: int | None) -> None:
+            k = _key(fam.name, params)
+            if k in tried or fam.invalid(params, p, self.limits) is not None:
+                return
+            tried.add(k)
+            name = f"{fam.name}-" + "-".join(f"{v}" for v in params.values())
+            out.append(Proposal(name, fam.render(params, p), self.name, fam.name, dict(params), parent))
+
+        best = [m for m in pop.best(p, 4) if m.family in fams]
+        n_mutate = 0 if not best else n - max(1, round(n * self.explore))
+        for parent in best:  # exploit: neighbours of the best, best parent first
+            for params in fams[parent.family].neighbors(parent.params, rng):
+                if len(out) >= n_mutate:
+                    break
+                take(fams[parent.family], params, parent.id)
+        # explore: the untried points with the best prior, interleaving families, a little shuffled
+        queues = [[x for x in self.ranked(f, p) if _key(f.name, x) not in tried][: 4 * n] for f in self.families]
+        for q in queues:
+            # Swap neighbours at random so ties and near-ties in the prior do not always go the same way.
+            for i in range(0, len(q) - 1, 2):
+                if rng.random() < 0.3:
+                    q[i], q[i + 1] = q[i + 1], q[i]
+        i = 0
+        while len(out) < n and any(queues):
+            q = queues[i % len(queues)]
+            if q:
+                take(self.families[i % len(queues)], q.pop(0), None)
+            i += 1
+        return out

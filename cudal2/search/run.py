@@ -1,0 +1,59 @@
+"""`cudal2 generate`: wire the config, store, worker, proposers and library into the search engine.
+
+Guarantees: the run's settings are the one `Config`; the device facts the priors use are read
+from the worker's GPU; with no LLM configured the template proposer runs alone, and the run says
+so in one line; the exit code is 0 when every shape has a verified kernel, 1 otherwise.
+
+Does not: hold any search logic (see `engine.py`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from cudal2.config import Config
+from cudal2.harness.evaluate import Evaluator
+from cudal2.harness.store import Store
+from cudal2.kernels import Limits, get_family
+from cudal2.library import default_root
+from cudal2.problem import Problem
+from cudal2.search.engine import Search
+from cudal2.search.proposers import TemplateProposer
+
+
+def library_dir(cfg: Config, arch: str) -> Path:
+    return (Path(cfg.library.root) if cfg.library.root else default_root()) / arch
+
+
+def run_generate(problems: list[Problem], cfg: Config, gpu: str, console: Console) -> int:
+    store = Store(cfg.run.db)
+    ev = Evaluator(cfg, store, gpu_name=gpu)
+    try:
+        o = ev.worker.run("cudal2.harness.judge:device_job")
+        if not o.ok:
+            console.print(f"[red]error:[/] cannot read the GPU: {o.error.splitlines()[0] if o.error else o.fault}")
+            return 2
+        d = o.value
+        limits = Limits(sm_count=d["sm_count"], smem_per_block=d["smem_per_block_optin"], cc=tuple(d["cc"]))
+        arch = f"sm{d['cc'][0]}{d['cc'][1]}"
+        fams = [get_family(f) for f in cfg.search.families]
+        console.print(f"proposers: template ({', '.join(f.name for f in fams)}); no LLM configured. "
+                      f"GPU: {d['name']} ({d['sm_count']} SMs). Results: {cfg.run.db}. "
+                      f"Library: {library_dir(cfg, arch)}")
+        search = Search(cfg, store, ev, [TemplateProposer(fams, limits, cfg.search.explore)], library_dir(cfg, arch), console)
+        outcomes = search.run(problems)
+    finally:
+        ev.close()
+    t = Table(title=f"cudal2 generate on {d['name']}: score = geomean over modes of speedup vs vendor_default")
+    for c in ("shape", "evaluated", "verified", "best", "score", "library", "minutes", "failures by stage"):
+        t.add_column(c)
+    for x in outcomes:
+        fails = ", ".join(f"{k}:{v}" for k, v in sorted(x.stages.items()) if k != "done")
+        t.add_row(str(x.problem), str(x.evaluated), str(x.verified), x.best.name if x.best else "-",
+                  f"{x.best.score:.3f}x" if x.best else "-", "updated" if x.published else "-",
+                  f"{x.seconds / 60:.1f}", fails)
+    console.print(t)
+    return 0 if all(x.best for x in outcomes) else 1
