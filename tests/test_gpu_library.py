@@ -1,0 +1,84 @@
+"""The kernel library from Python on the GPU: exact-shape dispatch, vendor fallback, a failing
+kernel disabled, torch custom op under torch.compile and CUDA-graph capture."""
+
+import warnings
+
+import pytest
+
+from cudal2.library import Library, manifest, writer
+from cudal2.library.manifest import Entry
+
+from .conftest import KERNELS
+
+pytestmark = pytest.mark.gpu
+
+
+def add(folder, name, path, M, N, K):
+    src = (KERNELS / path).read_text()
+    e = Entry(id=name, M=M, N=N, K=K, family="test", params={}, provenance={"kind": "test"}, source=f"{name}.cu",
+              source_sha256=manifest.hashlib.sha256(src.encode()).hexdigest(), device_sha256="skip",
+              build={"nvcc": "other"}, measured={"score": 1.0}, gpu={}, date="2026-11-22")
+    writer.add(folder, e, src)
+
+
+@pytest.fixture
+def lib(tmp_path):
+    add(tmp_path, "wmma", "good/wmma_tiled.cu", 256, 512, 1024)
+    add(tmp_path, "fails", "bad/sync_device.cu", 64, 64, 64)   # policy rejects it at build time
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield Library(tmp_path)
+
+
+def test_cupy_exact_shape_uses_the_kernel(lib):
+    import cupy as cp
+    A = cp.random.standard_normal((256, 1024), dtype=cp.float32).astype(cp.float16)
+    B = cp.random.standard_normal((512, 1024), dtype=cp.float32).astype(cp.float16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the toolkit-mismatch warning of a hand-made entry
+        C = lib.matmul(A, B)
+    ref = A.astype(cp.float32) @ B.astype(cp.float32).T
+    assert float(cp.abs(C.astype(cp.float32) - ref).max()) < 0.1
+    assert "wmma" in lib._loaded
+
+
+def test_unknown_shape_falls_back_to_vendor(lib):
+    import cupy as cp
+    A = cp.ones((32, 64), cp.float16)
+    B = cp.ones((16, 64), cp.float16)
+    assert float(lib.matmul(A, B)[0, 0]) == 64.0
+    assert lib._loaded == {}
+
+
+def test_failing_kernel_is_disabled_with_a_warning(lib):
+    import cupy as cp
+    A = cp.ones((64, 64), cp.float16)
+    with pytest.warns(UserWarning, match="disabled"):
+        C = lib.matmul(A, A)
+    assert float(C[0, 0]) == 64.0 and "fails" in lib.disabled()
+
+
+def test_torch_op_compiles_and_captures(lib, monkeypatch):
+    torch = pytest.importorskip("torch")
+    import cudal2.library as L
+    monkeypatch.setattr(L, "_default", lib)
+    from cudal2.library.torch_op import hgemm
+    A = torch.randn(256, 1024, device="cuda", dtype=torch.float16)
+    B = torch.randn(512, 1024, device="cuda", dtype=torch.float16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        f = torch.compile(lambda a, b: torch.ops.cudal2.hgemm(a, b) * 2)
+        out = f(A, B)
+        torch.testing.assert_close(out, (A @ B.T) * 2, atol=0.25, rtol=0.02)
+        g = torch.cuda.CUDAGraph()
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            hgemm(A, B)  # warm-up outside capture (builds and loads the kernel)
+            with torch.cuda.graph(g, stream=s):
+                C = hgemm(A, B)
+        torch.cuda.current_stream().wait_stream(s)
+        A.copy_(torch.randn_like(A))
+        g.replay()
+        torch.cuda.synchronize()
+        torch.testing.assert_close(C, A @ B.T, atol=0.25, rtol=0.02)

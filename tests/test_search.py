@@ -1,0 +1,93 @@
+"""The search loop on CPU: dedupe, resume, budgets, and garbage proposals costing only themselves.
+
+Candidates here fail at policy or build, which needs no GPU; the engine, population and store
+are the real ones."""
+
+import random
+
+import pytest
+
+from cudal2.harness.evaluate import Evaluator
+from cudal2.harness.store import Store
+from cudal2.problem import Problem
+from cudal2.search.engine import Search
+from cudal2.search.population import Population, normalized_hash
+from cudal2.search.proposers import Proposal
+
+P = Problem(64, 64, 64)
+GARBAGE = "this is not CUDA {n}"
+FORBIDDEN = "#include <thread>\n// variant {n}\nextern \"C\" int cudal2_gemm();\n"
+
+
+class ListProposer:
+    """Proposes from a fixed list of texts, in order (the real proposers are tested elsewhere)."""
+    name = "list"
+
+    def __init__(self, texts):
+        self.texts = list(texts)
+        self.calls = 0
+
+    def propose(self, p, pop, n, rng):
+        self.calls += 1
+        out = []
+        while self.texts and len(out) < n:
+            out.append(Proposal(f"c{len(self.texts)}", self.texts.pop(0), self.name))
+        return out
+
+
+class Boom:
+    name = "boom"
+
+    def propose(self, p, pop, n, rng):
+        raise RuntimeError("model server down")
+
+
+def make(cfg, proposers, tmp_path):
+    cfg.search.batch, cfg.search.max_candidates = 2, 6
+    store = Store(cfg.run.db)
+    return Search(cfg, store, Evaluator(cfg, store), proposers, tmp_path / "lib")
+
+
+def test_cosmetic_edits_are_duplicates():
+    assert normalized_hash("int  x; // a\n") == normalized_hash("int x;   /* b */")
+
+
+def test_population_admits_a_source_once(cfg):
+    pop = Population(cfg.run.db)
+    assert pop.add(P, "a", "src", "h", "", {}, None, "t", 1) is not None
+    assert pop.add(P, "b", "src  ", "h", "", {}, None, "t", 1) is None
+
+
+def test_garbage_costs_only_its_candidates(cfg, tmp_path):
+    s = make(cfg, [ListProposer([GARBAGE.format(n=i) for i in range(3)] + [FORBIDDEN.format(n=0)]), Boom()], tmp_path)
+    (out,) = s.run([P])
+    assert out.evaluated == 4 and out.verified == 0
+    assert out.stages == {"build": 3, "policy": 1}
+    s.ev.close()
+
+
+def test_budget_caps_the_candidates(cfg, tmp_path):
+    s = make(cfg, [ListProposer([GARBAGE.format(n=i) for i in range(20)])], tmp_path)
+    (out,) = s.run([P])
+    assert out.evaluated == 6
+    s.ev.close()
+
+
+def test_finished_shape_is_skipped_on_resume(cfg, tmp_path):
+    s = make(cfg, [ListProposer([GARBAGE.format(n=i) for i in range(2)])], tmp_path)
+    s.run([P])
+    again = ListProposer([GARBAGE.format(n=9)])
+    s2 = make(cfg, [again], tmp_path)
+    (out,) = s2.run([P])
+    assert again.calls == 0 and out.evaluated == 2
+
+
+def test_pending_candidates_are_judged_first_on_resume(cfg, tmp_path):
+    """A run killed after admitting candidates but before judging them."""
+    store = Store(cfg.run.db)
+    pop = Population(cfg.run.db)
+    src = GARBAGE.format(n="pending")
+    pop.add(P, "orphan", src, store.put_source(src), "", {}, None, "list", 1)
+    s = make(cfg, [ListProposer([])], tmp_path)
+    (out,) = s.run([P])
+    assert out.evaluated == 1 and [m.status for m in pop.members(P)] == ["done"]
