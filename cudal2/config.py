@@ -103,6 +103,26 @@ class SearchConfig:
 
 
 @dataclass
+class LLMConfig:
+    backend: str = _f("", "The LLM: 'openai:<model>', 'vllm:<model-or-path>' or 'hf:<model-or-path>'; empty means "
+                          "no LLM (the template proposer runs alone).")
+    base_url: str = _f("", "openai backend: server URL (e.g. http://127.0.0.1:8000/v1); empty reads OPENAI_BASE_URL.")
+    api_key_env: str = _f("OPENAI_API_KEY", "openai backend: environment variable holding the API key.")
+    timeout_s: float = _f(600.0, "openai backend: one request's timeout.", gt=0)
+    retries: int = _f(2, "openai backend: retries of a failed request.", ge=0)
+    samples: int = _f(4, "Completions sampled per prompt.", ge=1)
+    temperature: float = _f(0.8, "Sampling temperature.", ge=0)
+    max_tokens: int = _f(8192, "Most tokens per completion.", ge=16)
+    output_mode: str = _f("full", "'full': the model writes a whole file; 'diff': SEARCH/REPLACE edits against a parent.",
+                          choices=["full", "diff"])
+    share: float = _f(0.5, "Share of each search round given to the LLM proposer when one is configured.", ge=0, le=1.0)
+    retrieval_k: int = _f(6, "Retrieved chunks per prompt.", ge=0)
+    retrieval_tokens: int = _f(6000, "Token budget for retrieved context in one prompt.", ge=0)
+    embedding_model: str = _f("", "Optional sentence-transformers model for dense retrieval beside BM25.")
+    trace: str = _f("runs/trace.jsonl", "JSONL trace of (prompt, completion, parent, verdict, reward parts) for GRPO.")
+
+
+@dataclass
 class LibraryConfig:
     root: str = _f("", "Kernel library folder; empty means the kernels_out/ folder beside the package.")
 
@@ -114,6 +134,7 @@ class Config:
     timing: TimingConfig = field(default_factory=TimingConfig)
     run: RunConfig = field(default_factory=RunConfig)
     search: SearchConfig = field(default_factory=SearchConfig)
+    llm: LLMConfig = field(default_factory=LLMConfig)
     library: LibraryConfig = field(default_factory=LibraryConfig)
 
     @classmethod
@@ -184,6 +205,8 @@ def _check(key: str, hint: Any, value: Any, meta: dict[str, Any]) -> Any:
         raise ConfigError(f"{key} must be >= {meta['ge']}, got {value}")
     if "gt" in meta and value <= meta["gt"]:
         raise ConfigError(f"{key} must be > {meta['gt']}, got {value}")
+    if "choices" in meta and value not in meta["choices"]:
+        raise ConfigError(f"{key} must be one of {meta['choices']}, got {value!r}")
     if "le" in meta and value > meta["le"]:
         raise ConfigError(f"{key} must be <= {meta['le']}, got {value}")
     return value
