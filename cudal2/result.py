@@ -19,6 +19,7 @@ from typing import Any
 class Stage(str, Enum):
     """Stages in the order the harness runs them; `DONE` means every check passed."""
 
+    PARSE = "parse"            # an LLM completion that could not become a source file
     POLICY = "policy"
     BUILD = "build"
     LOAD = "load"

@@ -1,0 +1,64 @@
+"""Turning a model's completion into a candidate source, in the two output modes.
+
+Guarantees:
+- full mode: the completion must hold exactly one fenced code block tagged cuda/cu/c++/cpp
+  (an untagged block is accepted when it is the only one); zero or several is a `ParseError`;
+- diff mode: one or more SEARCH/REPLACE blocks, applied in order to the parent; a SEARCH text
+  that does not occur in the (partly edited) parent exactly once is a `ParseError` that names the
+  block, so the failure goes back to the model as feedback; nothing is ever skipped silently;
+- the error messages are one paragraph, fit to quote in the next prompt.
+
+Does not: judge the code (the harness does).
+"""
+
+from __future__ import annotations
+
+import re
+
+_FENCE = re.compile(r"```([\w+-]*)[^\n]*\n(.*?)```", re.S)
+_CODE_TAGS = {"cuda", "cu", "c++", "cpp", "cxx", "c"}
+_BLOCK = re.compile(r"<<<<<<< SEARCH\n(.*?)\n?=======\n(.*?)\n?>>>>>>> REPLACE", re.S)
+
+
+class ParseError(ValueError):
+    """The completion cannot become a source file; the message says why, for the model."""
+
+
+def full_file(completion: str) -> str:
+    blocks = _FENCE.findall(completion)
+    code = [body for tag, body in blocks if tag.lower() in _CODE_TAGS]
+    if not code and len(blocks) == 1:
+        code = [blocks[0][1]]
+    if not code:
+        raise ParseError("no fenced ```cuda block found: answer with the complete .cu file in one ```cuda block")
+    if len(code) > 1:
+        raise ParseError(f"{len(code)} fenced code blocks found: answer with exactly one ```cuda block holding the whole file")
+    if "cudal2_gemm" not in code[0]:
+        raise ParseError("the code block does not define cudal2_gemm: it must be the complete file, not a fragment")
+    return code[0]
+
+
+def apply_edits(parent: str, completion: str) -> str:
+    blocks = _BLOCK.findall(completion)
+    if not blocks:
+        raise ParseError("no SEARCH/REPLACE block found: use <<<<<<< SEARCH / ======= / >>>>>>> REPLACE blocks")
+    text = parent
+    for i, (search, replace) in enumerate(blocks, 1):
+        if not search.strip():
+            raise ParseError(f"SEARCH block {i} is empty: quote the exact parent lines to replace")
+        count = text.count(search)
+        if count != 1:
+            first = search.strip().splitlines()[0][:80]
+            where = "does not occur" if count == 0 else f"occurs {count} times"
+            raise ParseError(f"SEARCH block {i} (starting {first!r}) {where} in the parent: SEARCH text must match "
+                             "exactly one place, character for character")
+        text = text.replace(search, replace, 1)
+    return text
+
+
+def candidate_source(completion: str, mode: str, parent: str | None) -> str:
+    if mode == "diff":
+        if parent is None:
+            raise ParseError("diff mode needs a parent source")
+        return apply_edits(parent, completion)
+    return full_file(completion)

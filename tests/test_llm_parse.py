@@ -1,0 +1,59 @@
+"""Completions to sources: fenced files, several blocks, missing blocks, diffs that apply and don't."""
+
+import pytest
+
+from cudal2.llm.parse import ParseError, apply_edits, candidate_source, full_file
+
+FILE = 'extern "C" int cudal2_gemm() { return 0; }\n'
+
+
+def test_single_cuda_block_is_the_file():
+    assert full_file(f"Here it is:\n```cuda\n{FILE}```\nDone.") == FILE
+
+
+def test_single_untagged_block_is_accepted():
+    assert full_file(f"```\n{FILE}```") == FILE
+
+
+def test_prose_outside_the_block_is_ignored():
+    assert full_file(f"```python\nprint(1)\n```\n```cuda\n{FILE}```") == FILE
+
+
+def test_several_cuda_blocks_are_an_error():
+    with pytest.raises(ParseError, match="2 fenced"):
+        full_file(f"```cuda\n{FILE}```\n```cuda\n{FILE}```")
+
+
+def test_missing_block_is_an_error():
+    with pytest.raises(ParseError, match="no fenced"):
+        full_file("I would tile it 128x128.")
+
+
+def test_fragment_without_entry_point_is_an_error():
+    with pytest.raises(ParseError, match="cudal2_gemm"):
+        full_file("```cuda\n__global__ void k() {}\n```")
+
+
+PARENT = "int a = 1;\nint b = 2;\nint c = 3;\n"
+
+
+def test_edits_apply_in_order():
+    done = apply_edits(PARENT, "<<<<<<< SEARCH\nint a = 1;\n=======\nint a = 10;\n>>>>>>> REPLACE\n"
+                               "<<<<<<< SEARCH\nint c = 3;\n=======\nint c = 30;\n>>>>>>> REPLACE\n")
+    assert done == "int a = 10;\nint b = 2;\nint c = 30;\n"
+
+
+def test_unmatched_search_is_a_hard_failure():
+    with pytest.raises(ParseError, match="block 2 .*does not occur"):
+        apply_edits(PARENT, "<<<<<<< SEARCH\nint a = 1;\n=======\nint a = 10;\n>>>>>>> REPLACE\n"
+                            "<<<<<<< SEARCH\nint z = 9;\n=======\nint z = 0;\n>>>>>>> REPLACE\n")
+
+
+def test_ambiguous_search_is_a_hard_failure():
+    with pytest.raises(ParseError, match="occurs 2 times"):
+        apply_edits("x;\nx;\n", "<<<<<<< SEARCH\nx;\n=======\ny;\n>>>>>>> REPLACE")
+
+
+def test_diff_mode_needs_blocks():
+    with pytest.raises(ParseError, match="no SEARCH/REPLACE"):
+        candidate_source("```cuda\nint x;\n```", "diff", PARENT)
