@@ -30,7 +30,8 @@ from cudal2.harness.evaluate import Candidate, Evaluator, result_key
 from cudal2.harness.store import Store
 from cudal2.library import writer
 from cudal2.problem import Problem
-from cudal2.result import EvalResult
+from cudal2.result import EvalResult, Stage
+from cudal2.search import trace
 from cudal2.search.population import Member, Population
 from cudal2.search.proposers import Proposal, Proposer
 from cudal2.search.score import score
@@ -90,10 +91,13 @@ class Search:
                 break
             round_ += 1
             t0 = time.monotonic()
-            results = self.ev.evaluate([Candidate(m.name, src) for m, src in batch], p,
+            results = self.ev.evaluate([Candidate(m.name, src) for m, src, _ in batch], p,
                                        on_result=lambda r: bar.advance(task))
-            for (m, _), r in zip(batch, results):
-                self.pop.record(m.id, r.ok, r.stage.value, score(r))
+            for (m, _, meta), r in zip(batch, results):
+                sc = score(r)
+                self.pop.record(m.id, r.ok, r.stage.value, sc, r.reason)
+                if "completion" in meta:
+                    trace.append(self.cfg.llm.trace, trace.line(p, meta, m.id, m.parent, r, r.stage.value, r.reason, sc))
             self.pop.add_elapsed(p, time.monotonic() - t0)
         self.pop.finish(p)
         out = self._outcome(p)
@@ -102,28 +106,40 @@ class Search:
                    + (" (space exhausted)" if exhausted else ""))
         return out
 
-    def _pending(self, p: Problem) -> list[tuple[Member, str]]:
+    def _pending(self, p: Problem) -> list[tuple[Member, str, dict]]:
         """Candidates a killed run had admitted but not judged: first in line on resume."""
-        found = [(m, self.store.source(m.source_hash)) for m in self.pop.members(p, "pending")]
-        return [(m, src) for m, src in found if src is not None]
+        found = [(m, self.store.source(m.source_hash), self.pop.meta(m.id)) for m in self.pop.members(p, "pending")]
+        return [(m, src, meta) for m, src, meta in found if src is not None]
 
-    def _propose(self, p: Problem, n: int, round_: int) -> list[tuple[Member, str]]:
-        share = max(1, n // len(self.proposers))
+    def _propose(self, p: Problem, n: int, round_: int) -> list[tuple[Member, str, dict]]:
         batch = []
         for prop in self.proposers:
+            share = getattr(prop, "share", None) or 1 / len(self.proposers)
             try:
-                proposals: list[Proposal] = prop.propose(p, self.pop, share, self.rng)
+                proposals: list[Proposal] = prop.propose(p, self.pop, max(1, round(n * share)), self.rng)
             except Exception as e:  # noqa: BLE001  a broken proposer costs its share of the round
                 self.console.print(f"[yellow]proposer {prop.name} failed: {e}[/]")
                 continue
             for x in proposals:
+                if "parse_error" in x.meta:  # judged here and now: fed back in the next prompt
+                    self._parse_failure(p, x, round_)
+                    continue
                 if not isinstance(x.source, str) or not x.source.strip():
                     continue
                 h = self.store.put_source(x.source)
                 mid = self.pop.add(p, x.name, x.source, h, x.family, x.params, x.parent, x.proposer, round_, x.meta)
                 if mid is not None:
-                    batch.append((_member(self.pop, p, mid), x.source))
+                    batch.append((_member(self.pop, p, mid), x.source, x.meta))
         return batch
+
+    def _parse_failure(self, p: Problem, x: Proposal, round_: int) -> None:
+        text = x.meta.get("completion", "")
+        mid = self.pop.add(p, x.name, text, self.store.put_source(text), x.family, {}, x.parent, x.proposer, round_,
+                           x.meta)
+        if mid is not None:
+            self.pop.record(mid, False, Stage.PARSE.value, None, x.meta["parse_error"])
+        trace.append(self.cfg.llm.trace, trace.line(p, x.meta, mid or -1, x.parent, None, Stage.PARSE.value,
+                                                    x.meta["parse_error"], None))
 
     def _describe(self, p: Problem) -> str:
         best = self.pop.best(p)

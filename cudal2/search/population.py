@@ -24,7 +24,7 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS candidates (
     id INTEGER PRIMARY KEY AUTOINCREMENT, shape TEXT NOT NULL, norm_hash TEXT NOT NULL, source_hash TEXT NOT NULL,
     name TEXT, family TEXT, params TEXT, parent INTEGER, proposer TEXT, round INTEGER, created REAL,
-    status TEXT NOT NULL DEFAULT 'pending', ok INTEGER, stage TEXT, score REAL, meta TEXT,
+    status TEXT NOT NULL DEFAULT 'pending', ok INTEGER, stage TEXT, score REAL, reason TEXT, meta TEXT,
     UNIQUE (shape, norm_hash));
 CREATE TABLE IF NOT EXISTS shapes (shape TEXT PRIMARY KEY, elapsed_s REAL NOT NULL DEFAULT 0,
     done INTEGER NOT NULL DEFAULT 0);
@@ -50,6 +50,7 @@ class Member:
     stage: str | None
     score: float | None
     source_hash: str
+    reason: str = ""
 
 
 class Population:
@@ -76,20 +77,24 @@ class Population:
         return self.db.execute("SELECT 1 FROM candidates WHERE shape=? AND norm_hash=?",
                                (str(p), normalized_hash(source))).fetchone() is not None
 
-    def record(self, member_id: int, ok: bool, stage: str, score: float | None) -> None:
+    def record(self, member_id: int, ok: bool, stage: str, score: float | None, reason: str = "") -> None:
         with self.db:
-            self.db.execute("UPDATE candidates SET status='done', ok=?, stage=?, score=? WHERE id=?",
-                            (int(ok), stage, score, member_id))
+            self.db.execute("UPDATE candidates SET status='done', ok=?, stage=?, score=?, reason=? WHERE id=?",
+                            (int(ok), stage, score, reason, member_id))
+
+    def meta(self, member_id: int) -> dict:
+        row = self.db.execute("SELECT meta FROM candidates WHERE id=?", (member_id,)).fetchone()
+        return json.loads(row[0] or "{}") if row else {}
 
     def members(self, p: Problem, status: str | None = None) -> list[Member]:
-        q = ("SELECT id, name, family, params, parent, proposer, status, ok, stage, score, source_hash "
+        q = ("SELECT id, name, family, params, parent, proposer, status, ok, stage, score, source_hash, reason "
              "FROM candidates WHERE shape=?")
         args: tuple = (str(p),)
         if status:
             q, args = q + " AND status=?", args + (status,)
         rows = self.db.execute(q + " ORDER BY id", args).fetchall()
         return [Member(r[0], r[1], r[2], json.loads(r[3] or "{}"), r[4], r[5], r[6],
-                       None if r[7] is None else bool(r[7]), r[8], r[9], r[10]) for r in rows]
+                       None if r[7] is None else bool(r[7]), r[8], r[9], r[10], r[11] or "") for r in rows]
 
     def best(self, p: Problem, k: int = 1) -> list[Member]:
         scored = [m for m in self.members(p, "done") if m.score is not None]

@@ -1,0 +1,141 @@
+"""The LLM proposer: retrieval-augmented prompts with contrastive feedback, sampled from any backend.
+
+Guarantees:
+- parents: the best verified candidate of the shape, plus diverse others (differing in family,
+  tile, stages or split-K), one prompt per parent; with no verified candidate yet, one prompt
+  from scratch;
+- every prompt carries the shape, this GPU's facts, the physical floor, the baseline times to
+  beat (once any candidate was timed), retrieved notes, seed kernels and nearby library entries,
+  earlier variants best-first with times, registers and spills, the latest failures with stage
+  and reason, and the best's Nsight Compute metrics when it was profiled;
+- each completion becomes a `Proposal`; one that cannot be parsed (no file, a SEARCH block that
+  does not match) becomes a proposal with no source and the parse error, which the engine records
+  as a failure and feeds back in the next prompt, never skipping it silently;
+- a backend error costs this proposer its share of the round (the engine catches it).
+
+Does not: evaluate, or write the trace (the engine does both, once verdicts are known).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import random
+from typing import Any
+
+from cudal2.config import Config
+from cudal2.harness.evaluate import result_key
+from cudal2.harness.store import Store
+from cudal2.llm.parse import ParseError, candidate_source
+from cudal2.problem import Problem
+from cudal2.search.population import Member, Population
+from cudal2.search.proposers import Proposal
+
+_FEATURES = ("BM", "BN", "TILE_M", "TILE_N", "STAGES", "SPLIT_K", "SCHEDULE")
+
+
+def signature(m: Member) -> tuple:
+    return (m.family,) + tuple(m.params.get(k) for k in _FEATURES)
+
+
+def select_parents(pop: Population, p: Problem, k: int) -> list[Member]:
+    """The best, then the best-scoring members whose kernel features differ from those chosen."""
+    ranked = pop.best(p, 64)
+    chosen: list[Member] = []
+    for m in ranked:
+        if len(chosen) >= k:
+            break
+        if all(signature(m) != signature(c) for c in chosen):
+            chosen.append(m)
+    return chosen
+
+
+class LLMProposer:
+    name = "llm"
+
+    def __init__(self, backend, cfg: Config, store: Store, gpu_name: str, device: dict[str, Any], retriever=None):
+        self.backend, self.cfg, self.store, self.gpu_name = backend, cfg, store, gpu_name
+        self.device, self.retriever = device, retriever
+
+    # --- what the prompt says ----------------------------------------------------------------
+    def result(self, m: Member, p: Problem, profile: bool = False):
+        src = self.store.source(m.source_hash)
+        return None if src is None else self.store.get(result_key(src, p, self.cfg, self.gpu_name, profile))
+
+    def history(self, pop: Population, p: Problem, limit: int = 8) -> tuple[list[dict], list[dict]]:
+        done = pop.members(p, "done")
+        good = sorted((m for m in done if m.score is not None), key=lambda m: -m.score)[:limit]
+        variants = []
+        for m in good:
+            r = self.result(m, p)
+            res = next(iter(r.build.get("resources", {}).values()), {}) if r else {}
+            variants.append({"name": m.name, "family": m.family, "params": m.params, "score": m.score,
+                             "times_us": {mode: round(t.median_us, 2) for mode, rs in (r.times.items() if r else [])
+                                          for n, t in rs.items() if n == "candidate"},
+                             "registers": res.get("registers"), "spills": res.get("spill_stores", 0)})
+        failures = []
+        for m in [m for m in done if not m.ok][-limit:]:
+            r = self.result(m, p)
+            failures.append({"name": m.name, "stage": m.stage,
+                             "reason": (r.reason if r else m.reason)[:600],
+                             "compiler": (r.build.get("log_tail", "")[-1200:] if r and m.stage == "build" else "")})
+        return variants, failures
+
+    def baselines(self, pop: Population, p: Problem) -> dict[str, dict[str, float]]:
+        for m in pop.best(p, 4):
+            r = self.result(m, p)
+            if r and r.times:
+                return {mode: {n: round(t.median_us, 2) for n, t in rs.items() if n != "candidate"}
+                        for mode, rs in r.times.items()}
+        return {}
+
+    def retrieved(self, p: Problem, parent_source: str | None) -> list:
+        if self.retriever is None or self.cfg.llm.retrieval_k == 0:
+            return []
+        query = f"HGEMM fp16 M={p.M} N={p.N} K={p.K} " + ("tile pipeline wgmma TMA split-K wave quantization" if p.M * p.N >= 1 << 22
+                                                          else "small skinny split-K wave quantization mma.sync cp.async")
+        return self.retriever.search(query, self.cfg.llm.retrieval_k, self.cfg.llm.retrieval_tokens)
+
+    def messages(self, p: Problem, pop: Population, parent: Member | None) -> list[dict[str, str]]:
+        from cudal2.retrieval.render import render_prompt
+        d = self.device
+        parent_src = self.store.source(parent.source_hash) if parent else None
+        variants, failures = self.history(pop, p)
+        prof = self.result(parent, p, profile=True) if parent else None
+        floor_us = p.floor_s(d["peak_flops"], d["peak_bytes_per_s"]) * 1e6
+        task = {"M": p.M, "N": p.N, "K": p.K,
+                "gpu": {"name": d["name"], "sm_count": d["sm_count"], "l2_bytes": d["l2_bytes"],
+                        "smem_per_block_optin": d["smem_per_block_optin"], "max_sm_clock_mhz": d["max_sm_clock_mhz"],
+                        "peak_tflops": d["peak_flops"] / 1e12, "peak_tb_s": d["peak_bytes_per_s"] / 1e12},
+                "floor_us": floor_us, "baselines": self.baselines(pop, p), "chunks": self.retrieved(p, parent_src),
+                "history": variants, "failures": failures,
+                "ncu": (prof.profile.get("summary", {}) if prof else {}),
+                "parent": ({"name": parent.name, "score": parent.score, "source": parent_src} if parent else None),
+                "output_mode": self.cfg.llm.output_mode if parent_src else "full"}
+        return render_prompt({"output_mode": task["output_mode"]}, task)
+
+    # --- proposing ---------------------------------------------------------------------------
+    def propose(self, p: Problem, pop: Population, n: int, rng: random.Random) -> list[Proposal]:
+        L = self.cfg.llm
+        prompts = max(1, math.ceil(n / L.samples))
+        parents: list[Member | None] = select_parents(pop, p, prompts) or [None]
+        out: list[Proposal] = []
+        for parent in parents:
+            msgs = self.messages(p, pop, parent)
+            phash = hashlib.sha256(json.dumps(msgs).encode()).hexdigest()[:16]
+            mode = self.cfg.llm.output_mode if parent is not None else "full"
+            parent_src = self.store.source(parent.source_hash) if parent else None
+            for i, text in enumerate(self.backend.propose(msgs, L.samples, L.temperature, L.max_tokens)):
+                meta = {"prompt": msgs, "completion": text, "prompt_hash": phash, "model": self.backend.name,
+                        "output_mode": mode}
+                name = f"llm-{phash[:8]}-{i}"
+                try:
+                    src = candidate_source(text, mode, parent_src)
+                except ParseError as e:
+                    out.append(Proposal(name, "", self.name, parent.family if parent else "",
+                                        {}, parent.id if parent else None, {**meta, "parse_error": str(e)}))
+                    continue
+                out.append(Proposal(name, src, self.name, parent.family if parent else "", {},
+                                    parent.id if parent else None, meta))
+        return out
