@@ -15,6 +15,7 @@ from typing import Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from cudal2.config import Config, ConfigError
@@ -26,7 +27,7 @@ err = Console(stderr=True)
 
 
 def fail(msg: str) -> None:
-    err.print(f"[bold red]error:[/] {msg}", highlight=False, soft_wrap=True)
+    err.print(f"[bold red]error:[/] {escape(msg)}", highlight=False, soft_wrap=True)
     raise typer.Exit(2)
 
 
@@ -128,6 +129,7 @@ def generate(mnk: Optional[str] = typer.Option(None, "--mnk", help="One shape M,
              shapes: Optional[Path] = typer.Option(None, "--shapes", help="JSON list of shapes (resumes where it stopped)."),
              budget_minutes: Optional[float] = typer.Option(None, "--budget-minutes", help="Per shape; default from config."),
              families: Optional[str] = typer.Option(None, "--families", help="Comma list, e.g. sm80,sm90."),
+             llm: Optional[str] = typer.Option(None, "--llm", help="openai:<model>, vllm:<model-or-path> or hf:<model-or-path>."),
              config: Optional[Path] = ConfigOpt) -> None:
     """Search for kernels faster than cuBLAS at the given shape(s); winners go to the kernel library."""
     if (mnk is None) == (shapes is None):
@@ -143,6 +145,13 @@ def generate(mnk: Optional[str] = typer.Option(None, "--mnk", help="One shape M,
         cfg.search.budget_minutes = budget_minutes
     if families:
         cfg.search.families = [f.strip() for f in families.split(",") if f.strip()]
+    if llm is not None:
+        cfg.llm.backend = llm
+    from cudal2.llm.base import LLMError, make_backend
+    try:
+        make_backend(cfg.llm)  # fail now, in one line, not after the first round
+    except LLMError as e:
+        fail(str(e))
     from cudal2.kernels import families as known
     bad = [f for f in cfg.search.families if f not in known()]
     if bad:
@@ -151,6 +160,10 @@ def generate(mnk: Optional[str] = typer.Option(None, "--mnk", help="One shape M,
     from cudal2.search.run import run_generate
     raise typer.Exit(run_generate(problems, cfg, gpu, out))
 
+
+from cudal2.llm.serve import serve_command  # noqa: E402  (light: imports the model only when run)
+
+app.command("serve", help="Serve a local Hugging Face model through an OpenAI-compatible API on loopback.")(serve_command)
 
 library_app = typer.Typer(no_args_is_help=True, help="Inspect, verify and benchmark the kernel library.")
 app.add_typer(library_app, name="library")

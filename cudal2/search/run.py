@@ -2,7 +2,8 @@
 
 Guarantees: the run's settings are the one `Config`; the device facts the priors use are read
 from the worker's GPU; with no LLM configured the template proposer runs alone, and the run says
-so in one line; the exit code is 0 when every shape has a verified kernel, 1 otherwise.
+so in one line; with one, the LLM proposer gets `[llm] share` of each round, beside the templates
+(one loop, two proposers); the exit code is 0 when every shape has a verified kernel, 1 otherwise.
 
 Does not: hold any search logic (see `engine.py`).
 """
@@ -21,6 +22,10 @@ from cudal2.kernels import Limits, get_family
 from cudal2.library import default_root
 from cudal2.problem import Problem
 from cudal2.search.engine import Search
+from cudal2.llm.base import make_backend
+from cudal2.retrieval import corpus
+from cudal2.retrieval.index import Retriever
+from cudal2.search.llm_proposer import LLMProposer
 from cudal2.search.proposers import TemplateProposer
 
 
@@ -40,10 +45,20 @@ def run_generate(problems: list[Problem], cfg: Config, gpu: str, console: Consol
         limits = Limits(sm_count=d["sm_count"], smem_per_block=d["smem_per_block_optin"], cc=tuple(d["cc"]))
         arch = f"sm{d['cc'][0]}{d['cc'][1]}"
         fams = [get_family(f) for f in cfg.search.families]
-        console.print(f"proposers: template ({', '.join(f.name for f in fams)}); no LLM configured. "
-                      f"GPU: {d['name']} ({d['sm_count']} SMs). Results: {cfg.run.db}. "
-                      f"Library: {library_dir(cfg, arch)}")
-        search = Search(cfg, store, ev, [TemplateProposer(fams, limits, cfg.search.explore)], library_dir(cfg, arch), console)
+        proposers = [TemplateProposer(fams, limits, cfg.search.explore)]
+        llm = make_backend(cfg.llm)
+        if llm is None:
+            console.print(f"proposers: template ({', '.join(f.name for f in fams)}); no LLM configured (--llm or [llm] backend).")
+        else:
+            retriever = Retriever.from_config(corpus.build(library_dir(cfg, arch)), cfg.llm)
+            proposers[0].share = 1 - cfg.llm.share
+            lp = LLMProposer(llm, cfg, store, gpu, d, retriever)
+            lp.share = cfg.llm.share
+            proposers.append(lp)
+            console.print(f"proposers: template ({', '.join(f.name for f in fams)}) and LLM {llm.name} "
+                          f"({cfg.llm.output_mode} files, {cfg.llm.samples} samples per prompt); trace: {cfg.llm.trace}")
+        console.print(f"GPU: {d['name']} ({d['sm_count']} SMs). Results: {cfg.run.db}. Library: {library_dir(cfg, arch)}")
+        search = Search(cfg, store, ev, proposers, library_dir(cfg, arch), console)
         outcomes = search.run(problems)
     finally:
         ev.close()
