@@ -85,8 +85,10 @@ class Search:
             if (spent > s.budget_minutes * 60 or len(done) >= s.max_candidates
                     or (s.target_speedup and best and best[0].score >= s.target_speedup)):
                 break
-            batch = self._pending(p) or self._propose(p, min(s.batch, s.max_candidates - len(done)), round_)
+            batch, judged = self._pending(p), 0
             if not batch:
+                batch, judged = self._propose(p, min(s.batch, s.max_candidates - len(done)), round_)
+            if not batch and not judged:  # every proposer came back empty-handed or with duplicates
                 exhausted = True
                 break
             round_ += 1
@@ -111,8 +113,9 @@ class Search:
         found = [(m, self.store.source(m.source_hash), self.pop.meta(m.id)) for m in self.pop.members(p, "pending")]
         return [(m, src, meta) for m, src, meta in found if src is not None]
 
-    def _propose(self, p: Problem, n: int, round_: int) -> list[tuple[Member, str, dict]]:
-        batch = []
+    def _propose(self, p: Problem, n: int, round_: int) -> tuple[list[tuple[Member, str, dict]], int]:
+        """New candidates to judge, and how many were judged on the spot (parse failures)."""
+        batch, judged = [], 0
         for prop in self.proposers:
             share = getattr(prop, "share", None) or 1 / len(self.proposers)
             try:
@@ -122,7 +125,7 @@ class Search:
                 continue
             for x in proposals:
                 if "parse_error" in x.meta:  # judged here and now: fed back in the next prompt
-                    self._parse_failure(p, x, round_)
+                    judged += self._parse_failure(p, x, round_)
                     continue
                 if not isinstance(x.source, str) or not x.source.strip():
                     continue
@@ -130,9 +133,10 @@ class Search:
                 mid = self.pop.add(p, x.name, x.source, h, x.family, x.params, x.parent, x.proposer, round_, x.meta)
                 if mid is not None:
                     batch.append((_member(self.pop, p, mid), x.source, x.meta))
-        return batch
+        return batch, judged
 
-    def _parse_failure(self, p: Problem, x: Proposal, round_: int) -> None:
+    def _parse_failure(self, p: Problem, x: Proposal, round_: int) -> bool:
+        """Record an unparseable completion (once per distinct text) and trace it (always)."""
         text = x.meta.get("completion", "")
         mid = self.pop.add(p, x.name, text, self.store.put_source(text), x.family, {}, x.parent, x.proposer, round_,
                            x.meta)
@@ -140,6 +144,7 @@ class Search:
             self.pop.record(mid, False, Stage.PARSE.value, None, x.meta["parse_error"])
         trace.append(self.cfg.llm.trace, trace.line(p, x.meta, mid or -1, x.parent, None, Stage.PARSE.value,
                                                     x.meta["parse_error"], None))
+        return mid is not None
 
     def _describe(self, p: Problem) -> str:
         best = self.pop.best(p)

@@ -64,22 +64,31 @@ class LLMProposer:
         return None if src is None else self.store.get(result_key(src, p, self.cfg, self.gpu_name, profile))
 
     def history(self, pop: Population, p: Problem, limit: int = 8) -> tuple[list[dict], list[dict]]:
+        """Earlier variants best first (times, registers, spills, and the best's ncu metrics), and the
+        latest failures with stage, reason, compiler error and mismatch statistics."""
         done = pop.members(p, "done")
         good = sorted((m for m in done if m.score is not None), key=lambda m: -m.score)[:limit]
         variants = []
-        for m in good:
+        for i, m in enumerate(good):
             r = self.result(m, p)
             res = next(iter(r.build.get("resources", {}).values()), {}) if r else {}
-            variants.append({"name": m.name, "family": m.family, "params": m.params, "score": m.score,
-                             "times_us": {mode: round(t.median_us, 2) for mode, rs in (r.times.items() if r else [])
-                                          for n, t in rs.items() if n == "candidate"},
-                             "registers": res.get("registers"), "spills": res.get("spill_stores", 0)})
+            prof = self.result(m, p, profile=True) if i == 0 else None
+            variants.append({"name": m.name, "score": m.score, "stage": m.stage, "reason": "",
+                             "times_us": {mode: rs["candidate"].median_us for mode, rs in (r.times.items() if r else [])
+                                          if "candidate" in rs},
+                             "ptxas": {"registers": res.get("registers"), "spills": res.get("spill_stores", 0)} if res else {},
+                             "ncu": prof.profile.get("summary", {}) if prof else {}})
         failures = []
         for m in [m for m in done if not m.ok][-limit:]:
             r = self.result(m, p)
-            failures.append({"name": m.name, "stage": m.stage,
-                             "reason": (r.reason if r else m.reason)[:600],
-                             "compiler": (r.build.get("log_tail", "")[-1200:] if r and m.stage == "build" else "")})
+            stats = {}
+            if r and m.stage in r.checks.get(str(p), {}):
+                last = r.checks[str(p)][m.stage][-1]
+                stats = {k: v for k, v in last.items() if k in ("rel", "max", "vendor_rel", "rel_ratio", "mismatches",
+                                                                "nonfinite", "differing")}
+            failures.append({"name": m.name, "stage": m.stage, "reason": (r.reason if r else m.reason)[:600],
+                             "compiler_error": r.build.get("log_tail", "")[-1200:] if r and m.stage == "build" else "",
+                             "mismatch": stats})
         return variants, failures
 
     def baselines(self, pop: Population, p: Problem) -> dict[str, dict[str, float]]:
@@ -98,22 +107,20 @@ class LLMProposer:
         return self.retriever.search(query, self.cfg.llm.retrieval_k, self.cfg.llm.retrieval_tokens)
 
     def messages(self, p: Problem, pop: Population, parent: Member | None) -> list[dict[str, str]]:
-        from cudal2.retrieval.render import render_prompt
+        from cudal2.retrieval.render import contract_vars, render_prompt
         d = self.device
         parent_src = self.store.source(parent.source_hash) if parent else None
+        mode = self.cfg.llm.output_mode if parent_src else "full"
         variants, failures = self.history(pop, p)
-        prof = self.result(parent, p, profile=True) if parent else None
-        floor_us = p.floor_s(d["peak_flops"], d["peak_bytes_per_s"]) * 1e6
-        task = {"M": p.M, "N": p.N, "K": p.K,
+        task = {"shape": {"M": p.M, "N": p.N, "K": p.K},
                 "gpu": {"name": d["name"], "sm_count": d["sm_count"], "l2_bytes": d["l2_bytes"],
                         "smem_per_block_optin": d["smem_per_block_optin"], "max_sm_clock_mhz": d["max_sm_clock_mhz"],
                         "peak_tflops": d["peak_flops"] / 1e12, "peak_tb_s": d["peak_bytes_per_s"] / 1e12},
-                "floor_us": floor_us, "baselines": self.baselines(pop, p), "chunks": self.retrieved(p, parent_src),
-                "history": variants, "failures": failures,
-                "ncu": (prof.profile.get("summary", {}) if prof else {}),
-                "parent": ({"name": parent.name, "score": parent.score, "source": parent_src} if parent else None),
-                "output_mode": self.cfg.llm.output_mode if parent_src else "full"}
-        return render_prompt({"output_mode": task["output_mode"]}, task)
+                "floor_us": p.floor_s(d["peak_flops"], d["peak_bytes_per_s"]) * 1e6,
+                "baselines": self.baselines(pop, p), "chunks": self.retrieved(p, parent_src),
+                "history": variants, "failures": failures, "parent": parent_src if mode == "diff" else None,
+                "output_mode": mode}
+        return render_prompt({**contract_vars(self.cfg), "output_mode": mode}, task)
 
     # --- proposing ---------------------------------------------------------------------------
     def propose(self, p: Problem, pop: Population, n: int, rng: random.Random) -> list[Proposal]:
