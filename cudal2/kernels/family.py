@@ -2,7 +2,8 @@
 template that renders one complete `.cu` file under the kernel contract.
 
 Guarantees: `render` produces a file that declares the exact shape it was rendered for
-(`// cudal2-shapes:`), names its family and parameters in a header comment, and compiles
+(`// cudal2-shapes:`) when the family is shape-specific, and otherwise a text identical for every
+shape (so its build is cached once), names its family and parameters in a header comment, and compiles
 (when `invalid` returned None) for the archs in `build_archs`; `invalid` rejects a point before
 anything is compiled, with a reason; `neighbors` moves one parameter one step.
 
@@ -44,6 +45,9 @@ class Family:
     template: str = ""               # file in cudal2/kernels/templates/
     build_archs: tuple[str, ...] = ("sm_90a",)
     space: dict[str, tuple] = {}     # parameter -> allowed values, in order
+    # A shape-specific family bakes M, N, K into the source (one build per shape); a generic one
+    # takes them at run time, so one build serves every shape and the build cache is shared.
+    shape_specific: bool = True
 
     def invalid(self, params: Params, p: Problem, lim: Limits) -> str | None:
         """None when the point can be built and run for `p`; otherwise why not."""
@@ -58,7 +62,7 @@ class Family:
         return {}
 
     def render(self, params: Params, p: Problem) -> str:
-        ctx = {**params, "M": p.M, "N": p.N, "K": p.K, "family": self.name,
+        ctx = {**params, "M": p.M, "N": p.N, "K": p.K, "family": self.name, "shape_specific": self.shape_specific,
                "params_json": json.dumps(params, sort_keys=True), **self.context(params, p)}
         return _env.get_template(self.template).render(**ctx)
 
