@@ -9,5 +9,5 @@ mkdir -p .whl
 plat=(--platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64
       --platform manylinux2014_x86_64)
 python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp "${plat[@]}" \
-    -d .whl nvmath-python==1.0.0 nvidia-cutlass==4.2.0.0
+    -d .whl nvmath-python==1.0.0 nvidia-cutlass==4.2.0.0 bm25s==0.3.16
 ls -la .whl

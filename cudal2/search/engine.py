@@ -167,6 +167,9 @@ class Search:
         if r is None or not r.ok:
             return False
         provenance = {"kind": best.proposer, "candidate": best.name}
+        meta = self.pop.meta(best.id)
+        if "model" in meta:
+            provenance.update(model=meta["model"], prompt_hash=meta.get("prompt_hash", ""), output_mode=meta.get("output_mode"))
         e = writer.entry_from(r, source, best.family, best.params, provenance, best.score, nvcc_version(self.cfg.build.nvcc),
                               self.cfg.build.flags, self.cfg.build.archs)
         return writer.add(self.library_dir, e, source)
