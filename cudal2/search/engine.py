@@ -100,6 +100,7 @@ class Search:
                 self.pop.record(m.id, r.ok, r.stage.value, sc, r.reason)
                 if "completion" in meta:
                     trace.append(self.cfg.llm.trace, trace.line(p, meta, m.id, m.parent, r, r.stage.value, r.reason, sc))
+            self._profile_best(p)
             self.pop.add_elapsed(p, time.monotonic() - t0)
         self.pop.finish(p)
         out = self._outcome(p)
@@ -145,6 +146,16 @@ class Search:
         trace.append(self.cfg.llm.trace, trace.line(p, x.meta, mid or -1, x.parent, None, Stage.PARSE.value,
                                                     x.meta["parse_error"], None))
         return mid is not None
+
+    def _profile_best(self, p: Problem) -> None:
+        """Nsight Compute metrics of the current best, once per best, for proposers that show them
+        to the model (the LLM's contrastive feedback)."""
+        if not any(getattr(x, "wants_profile", False) for x in self.proposers):
+            return
+        best = self.pop.best(p)
+        src = self.store.source(best[0].source_hash) if best else None
+        if src and self.store.get(result_key(src, p, self.cfg, self.ev.gpu_name, profile=True)) is None:
+            self.ev.evaluate([Candidate(best[0].name, src)], p, profile=True)
 
     def _describe(self, p: Problem) -> str:
         best = self.pop.best(p)

@@ -53,6 +53,7 @@ def select_parents(pop: Population, p: Problem, k: int) -> list[Member]:
 
 class LLMProposer:
     name = "llm"
+    wants_profile = True   # the engine profiles the best so its ncu metrics reach the prompt
 
     def __init__(self, backend, cfg: Config, store: Store, gpu_name: str, device: dict[str, Any], retriever=None):
         self.backend, self.cfg, self.store, self.gpu_name = backend, cfg, store, gpu_name
@@ -100,11 +101,25 @@ class LLMProposer:
         return {}
 
     def retrieved(self, p: Problem, parent_source: str | None) -> list:
-        if self.retriever is None or self.cfg.llm.retrieval_k == 0:
+        """Technique notes for this kind of shape (BM25), then the library kernel nearest in
+        log-shape space, when it fits the token budget."""
+        L = self.cfg.llm
+        if self.retriever is None or L.retrieval_k == 0:
             return []
-        query = f"HGEMM fp16 M={p.M} N={p.N} K={p.K} " + ("tile pipeline wgmma TMA split-K wave quantization" if p.M * p.N >= 1 << 22
-                                                          else "small skinny split-K wave quantization mma.sync cp.async")
-        return self.retriever.search(query, self.cfg.llm.retrieval_k, self.cfg.llm.retrieval_tokens)
+        big = p.M * p.N >= 1 << 22
+        query = (f"HGEMM fp16 M={p.M} N={p.N} K={p.K} " +
+                 ("wgmma TMA 128B swizzle mbarrier warp specialization setmaxnreg persistent tile scheduler cluster "
+                  "multicast epilogue" if big else
+                  "small skinny shape tile choice split-K wave quantization mma.sync ldmatrix cp.async"))
+        notes = self.retriever.search(query, max(1, L.retrieval_k - 1), L.retrieval_tokens, kinds=["note"])
+        left = L.retrieval_tokens - sum(c.tokens for c in notes)
+        # The library's entry for this very shape is the current best, shown already as history or parent.
+        lib = [c for c in self.retriever.chunks if c.kind == "library" and c.tokens <= left and c.meta.get("shape")
+               and list(c.meta["shape"]) != [p.M, p.N, p.K]]
+        if lib:
+            near = min(lib, key=lambda c: sum((math.log2(a) - math.log2(b)) ** 2 for a, b in zip(c.meta["shape"], (p.M, p.N, p.K))))
+            notes.append(near)
+        return notes
 
     def messages(self, p: Problem, pop: Population, parent: Member | None) -> list[dict[str, str]]:
         from cudal2.retrieval.render import contract_vars, render_prompt
