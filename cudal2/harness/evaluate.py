@@ -8,7 +8,9 @@ Guarantees:
 - results are persisted as each arrives, keyed on everything that changes a verdict; a key
   already in the store is returned from it, not evaluated again (resume);
 - a candidate that hangs, crashes or leaves a sticky CUDA error costs only itself: its result
-  records the fault and the stage, and the worker is replaced.
+  records the fault and the stage, and the worker is replaced;
+- an exception inside the harness itself comes back as a failed result carrying its traceback,
+  and is not stored, so a fixed harness re-judges that candidate on resume.
 
 Does not: run candidate code in this process (only `worker.py` does).
 """
@@ -73,7 +75,8 @@ class Evaluator:
             builds: dict[int, Future[BuildResult]] = {i: pool.submit(build, cands[i].source, self.cfg.build) for i in todo}
             for i in todo:  # judge in submission order as builds finish: the GPU stays busy
                 r = self._finish(cands[i], p, builds[i].result(), profile)
-                if self.store is not None:
+                if self.store is not None and "harness_traceback" not in r.checks:
+                    # A harness bug is not the candidate's verdict: never store it as one.
                     self.store.put_source(cands[i].source)
                     self.store.put(self._key(cands[i], p, profile), r)
                 out[i] = r
