@@ -96,6 +96,7 @@ class SearchConfig:
     batch: int = _f(16, "Candidates proposed and evaluated per round (builds run in parallel).", ge=1)
     budget_minutes: float = _f(10.0, "Wall-clock budget per shape, in minutes.", gt=0)
     max_candidates: int = _f(160, "Most candidates evaluated per shape (across resumed runs).", ge=1)
+    max_rounds: int = _f(0, "Most proposal rounds per shape (across resumed runs); 0: no limit.", ge=0)
     target_speedup: float = _f(0.0, "Stop a shape early once its best score reaches this (0: never).", ge=0)
     explore: float = _f(0.25, "Share of each round drawn fresh from the prior rather than mutated from the best.",
                         ge=0, le=1.0)

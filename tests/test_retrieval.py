@@ -231,3 +231,15 @@ def test_templates_are_strict():
 def test_chunk_is_a_plain_dataclass():
     c = Chunk(id="x", text="t", title="T", kind="note", meta={}, tokens=1)
     assert (c.id, c.text, c.title, c.kind, c.meta, c.tokens) == ("x", "t", "T", "note", {}, 1)
+
+
+def test_seed_that_won_a_library_entry_carries_its_measurement(tmp_path):
+    from cudal2.retrieval.corpus import make_chunk, with_measurements
+    seed = make_chunk("seed/x", "// kernel", "seed x", "seed", {"family": "sm90", "params": {"TILE_M": 128}, "shape": [1, 8, 8]})
+    won = make_chunk("library/e", "// src", "lib e", "library",
+                     {"family": "sm90", "params": {"TILE_M": 128}, "shape": [4096, 4096, 4096], "entry": "e", "score": 0.99})
+    other = make_chunk("library/f", "// src", "lib f", "library",
+                       {"family": "sm90", "params": {"TILE_M": 64}, "shape": [64, 64, 64], "entry": "f", "score": 1.2})
+    out = with_measurements(seed, [won, other])
+    assert out.text.startswith("// measured (library entry e, shape 4096x4096x4096): score 0.990x")
+    assert "entry f" not in out.text and out.tokens > seed.tokens

@@ -91,3 +91,11 @@ def test_pending_candidates_are_judged_first_on_resume(cfg, tmp_path):
     s = make(cfg, [ListProposer([])], tmp_path)
     (out,) = s.run([P])
     assert out.evaluated == 1 and [m.status for m in pop.members(P)] == ["done"]
+
+
+def test_round_budget_stops_the_search(cfg, tmp_path):
+    s = make(cfg, [ListProposer([GARBAGE.format(n=i) for i in range(20)])], tmp_path)
+    cfg.search.max_rounds = 2
+    (out,) = s.run([P])
+    assert out.evaluated == 4  # two rounds of two
+    s.ev.close()

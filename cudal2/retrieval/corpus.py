@@ -194,7 +194,7 @@ def library_chunks(folder: Path) -> list[Chunk]:
         shape = [e.M, e.N, e.K]
         chunks.append(make_chunk(f"library/{e.id}", text, title, "library",
                                  {"shape": shape, "m_range": e.m_range, "family": e.family, "entry": e.id,
-                                  "score": e.score}))
+                                  "score": e.score, "params": e.params}))
     return chunks
 
 
@@ -218,7 +218,19 @@ def library_neighbors(entries: list, M: int, N: int, K: int, k: int) -> list:
 def build(library_folder: Path | None, notes_folder: Path = NOTES,
           seed_shapes: Iterable[tuple[int, int, int]] = SEED_SHAPES) -> list[Chunk]:
     """Notes, then seeds, then library entries (when `library_folder` is given)."""
-    chunks = note_chunks(notes_folder) + seed_chunks(seed_shapes)
-    if library_folder is not None:
-        chunks += library_chunks(library_folder)
-    return chunks
+    seeds = seed_chunks(seed_shapes)
+    lib = library_chunks(library_folder) if library_folder is not None else []
+    return note_chunks(notes_folder) + [with_measurements(c, lib) for c in seeds] + lib
+
+
+def with_measurements(seed: Chunk, lib: list[Chunk]) -> Chunk:
+    """A seed whose family and parameters won a library entry gets that entry's measured results
+    prepended, so the model sees what the seed achieved, not only what it is."""
+    won = [c for c in lib if c.meta.get("family") == seed.meta.get("family")
+           and c.meta.get("params") == seed.meta.get("params")]
+    if not won:
+        return seed
+    lines = [f"// measured (library entry {c.meta['entry']}, shape {'x'.join(map(str, c.meta['shape']))}): "
+             f"score {c.meta.get('score', 0):.3f}x vs the faster of cuBLAS and the cuBLASLt heuristic" for c in won[:3]]
+    return make_chunk(seed.id, "\n".join(lines) + "\n" + seed.text, seed.title, seed.kind,
+                      {k: v for k, v in seed.meta.items() if k != "kind"})

@@ -8,7 +8,7 @@ Guarantees:
 - everything is persisted as it happens (results store, population, elapsed time per shape), so a
   killed run resumes: finished shapes are skipped, pending candidates are judged first, and the
   time and candidate budgets count what earlier runs spent;
-- budgets: minutes per shape, candidates per shape, and an optional target score;
+- budgets: minutes, candidates and rounds per shape, and an optional target score;
 - the best verified candidate of each shape is offered to the library, which keeps the better.
 
 Does not: write sources itself (proposers do) or decide verdicts (the harness does).
@@ -83,6 +83,7 @@ class Search:
             spent = spent_before + time.monotonic() - start
             best = self.pop.best(p)
             if (spent > s.budget_minutes * 60 or len(done) >= s.max_candidates
+                    or (s.max_rounds and round_ >= s.max_rounds)
                     or (s.target_speedup and best and best[0].score >= s.target_speedup)):
                 break
             batch, judged = self._pending(p), 0
