@@ -139,9 +139,9 @@ class Judge:
                 raise Failed(stage, f"cudal2_gemm returned {rc} ({_error_name(rc)})")
             self.wait(stage, timeout)
 
-    def wait(self, stage: Stage, timeout: float, stream: cp.cuda.Stream | None = None) -> None:
+    def wait(self, stage: Stage, timeout: float) -> None:
         try:
-            timing.wait(stream or self.stream, timeout)
+            timing.wait(self.stream, timeout)
         except timing.Hang as e:
             raise Failed(stage, f"hang: {e}", Fault.HANG) from None
         except cp.cuda.runtime.CUDARuntimeError as e:
@@ -204,7 +204,7 @@ class Judge:
         """Both timing modes beside the baselines, with the timed outputs checked."""
         tc, dev = self.cfg.timing, device()
         timeout = self.cfg.verify.call_timeout_s
-        set_bytes = p.min_bytes * (2 if "cublas" in tc.baselines else 1)  # with the baselines' C (and Bᵀ)
+        set_bytes = p.min_bytes * (2 if "cublas" in tc.baselines else 1)
         nsets = max(2, min(tc.max_sets, math.ceil(tc.rotation_l2_factor * dev.l2_bytes / p.min_bytes)))
         free = cp.cuda.runtime.memGetInfo()[0]
         nsets = max(2, min(nsets, int(free * 0.5 // max(set_bytes, 1))))
@@ -237,9 +237,10 @@ class Judge:
                     raise Failed(Stage.TIMING, f"not stream-ordered: {e}") from None
                 except timing.Hang as e:
                     raise Failed(Stage.TIMING, f"hang: {e}", Fault.HANG) from None
-                # Work that escaped the stream during the eager warm-up must land before the poison: an
-                # event on the legacy stream waits for every blocking stream, so wait on that, with a deadline.
-                self.wait(Stage.TIMING, timeout, cp.cuda.Stream.null)
+                # Drains our stream before the poison. Work a candidate pushed to another stream during the
+                # eager warm-up is not waited for here (known gap; see eval/NOTES.md): the policy forbids
+                # the per-thread and legacy stream names, and a legacy-stream launch fails capture.
+                self.wait(Stage.TIMING, timeout)
                 for c in sets.C:
                     buffers.poison(c)
                 times["offline"] = self.guard_timing(lambda: timing.offline(self.stream, graphs, tc.repeats, timeout))
