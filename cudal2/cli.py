@@ -130,6 +130,7 @@ def generate(mnk: Optional[str] = typer.Option(None, "--mnk", help="One shape M,
              budget_minutes: Optional[float] = typer.Option(None, "--budget-minutes", help="Per shape; default from config."),
              families: Optional[str] = typer.Option(None, "--families", help="Comma list, e.g. sm80,sm90."),
              llm: Optional[str] = typer.Option(None, "--llm", help="openai:<model>, vllm:<model-or-path> or hf:<model-or-path>."),
+             missing_only: bool = typer.Option(False, "--missing-only", help="Skip shapes the library already has an entry for."),
              config: Optional[Path] = ConfigOpt) -> None:
     """Search for kernels faster than cuBLAS at the given shape(s); winners go to the kernel library."""
     if (mnk is None) == (shapes is None):
@@ -158,7 +159,7 @@ def generate(mnk: Optional[str] = typer.Option(None, "--mnk", help="One shape M,
         fail(f"unknown kernel famil{'y' if len(bad) == 1 else 'ies'} {', '.join(bad)}; known: {', '.join(sorted(known()))}")
     gpu = need_gpu()
     from cudal2.search.run import run_generate
-    raise typer.Exit(run_generate(problems, cfg, gpu, out))
+    raise typer.Exit(run_generate(problems, cfg, gpu, out, missing_only))
 
 
 from cudal2.llm.serve import serve_command  # noqa: E402  (light: imports the model only when run)

@@ -19,7 +19,7 @@ from cudal2.config import Config
 from cudal2.harness.evaluate import Evaluator
 from cudal2.harness.store import Store
 from cudal2.kernels import Limits, get_family
-from cudal2.library import default_root
+from cudal2.library import Library, default_root
 from cudal2.problem import Problem
 from cudal2.search.engine import Search
 from cudal2.llm.base import make_backend
@@ -33,7 +33,7 @@ def library_dir(cfg: Config, arch: str) -> Path:
     return (Path(cfg.library.root) if cfg.library.root else default_root()) / arch
 
 
-def run_generate(problems: list[Problem], cfg: Config, gpu: str, console: Console) -> int:
+def run_generate(problems: list[Problem], cfg: Config, gpu: str, console: Console, missing_only: bool = False) -> int:
     store = Store(cfg.run.db)
     ev = Evaluator(cfg, store, gpu_name=gpu)
     try:
@@ -44,6 +44,11 @@ def run_generate(problems: list[Problem], cfg: Config, gpu: str, console: Consol
         d = o.value
         limits = Limits(sm_count=d["sm_count"], smem_per_block=d["smem_per_block_optin"], cc=tuple(d["cc"]))
         arch = f"sm{d['cc'][0]}{d['cc'][1]}"
+        if missing_only:
+            have = Library(library_dir(cfg, arch))
+            skipped = [p for p in problems if have.lookup(p.M, p.N, p.K) is not None]
+            problems = [p for p in problems if p not in skipped]
+            console.print(f"--missing-only: {len(skipped)} shapes already in the library, {len(problems)} to search")
         fams = [get_family(f) for f in cfg.search.families]
         proposers = [TemplateProposer(fams, limits, cfg.search.explore)]
         llm = make_backend(cfg.llm)
