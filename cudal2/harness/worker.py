@@ -23,6 +23,7 @@ import ctypes
 import importlib
 import multiprocessing as mp
 import os
+import signal
 import time
 import traceback
 from dataclasses import dataclass
@@ -59,6 +60,8 @@ def _resolve(target: str):
 def _child(conn, gpu: int) -> None:
     global _conn, _gpu
     _conn, _gpu = conn, gpu
+    # Ctrl-C is the parent's to handle: it stops the run (results so far are stored) and closes us.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:  # candidates call the driver API for tensor maps; make its symbols global before they load
         ctypes.CDLL("libcuda.so.1", mode=os.RTLD_GLOBAL)
     except OSError:
@@ -162,7 +165,6 @@ class Worker:
         self._proc.join(timeout=5)
         code = self._proc.exitcode
         if code is not None and code < 0:
-            import signal
             return f"the worker died from signal {signal.Signals(-code).name}"
         return f"the worker exited with code {code}"
 
