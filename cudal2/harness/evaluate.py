@@ -49,7 +49,6 @@ class Evaluator:
         self.store = store
         self.worker = worker or Worker(cfg.run.gpu, cfg.run.job_timeout_s)
         self.gpu_name = gpu_name
-        self._time_it = True
 
     def close(self) -> None:
         self.worker.close()
@@ -60,12 +59,11 @@ class Evaluator:
         """One result per candidate, in order. With `reuse`, a result already stored under the same
         key is returned instead of measured again (that is how runs resume). Without `time_it`, the
         verification stages alone run."""
-        self._time_it = time_it
         cands = list(cands)
         out: list[EvalResult | None] = [None] * len(cands)
         todo: list[int] = []
         for i, c in enumerate(cands):
-            hit = self.store.get(self._key(c, p, profile)) if self.store is not None and reuse else None
+            hit = self.store.get(self._key(c, p, profile, time_it)) if self.store is not None and reuse else None
             if hit is not None:
                 out[i] = hit
                 on_result and on_result(hit)
@@ -74,19 +72,19 @@ class Evaluator:
         with ThreadPoolExecutor(max_workers=self.cfg.build.jobs or None) as pool:
             builds: dict[int, Future[BuildResult]] = {i: pool.submit(build, cands[i].source, self.cfg.build) for i in todo}
             for i in todo:  # judge in submission order as builds finish: the GPU stays busy
-                r = self._finish(cands[i], p, builds[i].result(), profile)
+                r = self._finish(cands[i], p, builds[i].result(), profile, time_it)
                 if self.store is not None and "harness_traceback" not in r.checks:
                     # A harness bug is not the candidate's verdict: never store it as one.
                     self.store.put_source(cands[i].source)
-                    self.store.put(self._key(cands[i], p, profile), r)
+                    self.store.put(self._key(cands[i], p, profile, time_it), r)
                 out[i] = r
                 on_result and on_result(r)
         return out  # type: ignore[return-value]
 
-    def _key(self, c: Candidate, p: Problem, profile: bool) -> str:
-        return result_key(c.source, p, self.cfg, self.gpu_name, profile, self._time_it)
+    def _key(self, c: Candidate, p: Problem, profile: bool, time_it: bool) -> str:
+        return result_key(c.source, p, self.cfg, self.gpu_name, profile, time_it)
 
-    def _finish(self, c: Candidate, p: Problem, b: BuildResult, profile: bool) -> EvalResult:
+    def _finish(self, c: Candidate, p: Problem, b: BuildResult, profile: bool, time_it: bool) -> EvalResult:
         r = EvalResult(name=c.name, source_hash=source_hash(c.source), M=p.M, N=p.N, K=p.K)
         r.build = {k: v for k, v in b.to_dict().items() if k != "log"} | {"log_tail": b.log[-2000:]}
         if not b.ok:
@@ -99,7 +97,7 @@ class Evaluator:
             return r.fail(Stage.LOAD, f"the kernel does not declare shape {p} (see its cudal2-shapes line)")
         shapes = [(s.M, s.N, s.K) for s in claim.verification_shapes(p)]
         t0 = time.monotonic()
-        o = self.worker.run("cudal2.harness.judge:judge", b.lib_path, p.M, p.N, p.K, self.cfg, shapes, self._time_it)
+        o = self.worker.run("cudal2.harness.judge:judge", b.lib_path, p.M, p.N, p.K, self.cfg, shapes, time_it)
         if o.ok:
             d = o.value
             r.stage, r.ok, r.reason = Stage(d["stage"]), d["ok"], d["reason"]
