@@ -134,7 +134,7 @@ class Search:
                 h = self.store.put_source(x.source)
                 mid = self.pop.add(p, x.name, x.source, h, x.family, x.params, x.parent, x.proposer, round_, x.meta)
                 if mid is not None:
-                    batch.append((_member(self.pop, p, mid), x.source, x.meta))
+                    batch.append((self.pop.member(mid), x.source, x.meta))
         return batch, judged
 
     def _parse_failure(self, p: Problem, x: Proposal, round_: int) -> bool:
@@ -186,6 +186,3 @@ class Search:
                               self.cfg.build.flags, self.cfg.build.archs)
         return writer.add(self.library_dir, e, source)
 
-
-def _member(pop: Population, p: Problem, mid: int) -> Member:
-    return next(m for m in pop.members(p) if m.id == mid)

@@ -86,15 +86,22 @@ class Population:
         row = self.db.execute("SELECT meta FROM candidates WHERE id=?", (member_id,)).fetchone()
         return json.loads(row[0] or "{}") if row else {}
 
+    _COLUMNS = "id, name, family, params, parent, proposer, status, ok, stage, score, source_hash, reason"
+
+    @staticmethod
+    def _member(r: tuple) -> Member:
+        return Member(r[0], r[1], r[2], json.loads(r[3] or "{}"), r[4], r[5], r[6],
+                      None if r[7] is None else bool(r[7]), r[8], r[9], r[10], r[11] or "")
+
     def members(self, p: Problem, status: str | None = None) -> list[Member]:
-        q = ("SELECT id, name, family, params, parent, proposer, status, ok, stage, score, source_hash, reason "
-             "FROM candidates WHERE shape=?")
+        q = f"SELECT {self._COLUMNS} FROM candidates WHERE shape=?"
         args: tuple = (str(p),)
         if status:
             q, args = q + " AND status=?", args + (status,)
-        rows = self.db.execute(q + " ORDER BY id", args).fetchall()
-        return [Member(r[0], r[1], r[2], json.loads(r[3] or "{}"), r[4], r[5], r[6],
-                       None if r[7] is None else bool(r[7]), r[8], r[9], r[10], r[11] or "") for r in rows]
+        return [self._member(r) for r in self.db.execute(q + " ORDER BY id", args).fetchall()]
+
+    def member(self, member_id: int) -> Member:
+        return self._member(self.db.execute(f"SELECT {self._COLUMNS} FROM candidates WHERE id=?", (member_id,)).fetchone())
 
     def best(self, p: Problem, k: int = 1) -> list[Member]:
         scored = [m for m in self.members(p, "done") if m.score is not None]
