@@ -16,7 +16,7 @@ pytestmark = pytest.mark.gpu
 def add(folder, name, path, M, N, K):
     src = (KERNELS / path).read_text()
     e = Entry(id=name, M=M, N=N, K=K, family="test", params={}, provenance={"kind": "test"}, source=f"{name}.cu",
-              source_sha256=manifest.hashlib.sha256(src.encode()).hexdigest(), device_sha256="skip",
+              source_sha256=manifest.sha256_text(src), device_sha256="skip",
               build={"nvcc": "other"}, measured={"score": 1.0}, gpu={}, date="2026-11-22")
     writer.add(folder, e, src)
 

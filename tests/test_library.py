@@ -10,7 +10,7 @@ from cudal2.library.manifest import Entry
 
 def entry(tmp, eid="e1", M=64, N=64, K=64, score=1.1, m_range=None, source="// kernel\n") -> Entry:
     e = Entry(id=eid, M=M, N=N, K=K, family="sm80", params={}, provenance={"kind": "template"},
-              source=f"{eid}.cu", source_sha256=manifest.hashlib.sha256(source.encode()).hexdigest(),
+              source=f"{eid}.cu", source_sha256=manifest.sha256_text(source),
               device_sha256="", build={}, measured={"score": score}, gpu={}, date="2026-11-22", m_range=m_range)
     return e
 

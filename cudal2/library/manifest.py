@@ -58,6 +58,11 @@ class Entry:
 _REQUIRED = {f for f in Entry.__dataclass_fields__ if f not in ("m_range", "extra")}
 
 
+def sha256_text(text: str) -> str:
+    """The manifest's `source_sha256` of a source text (the hash of its UTF-8 bytes, as on disk)."""
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def sha256_file(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 

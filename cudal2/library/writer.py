@@ -20,7 +20,7 @@ from cudal2.result import EvalResult
 
 def entry_from(r: EvalResult, source: str, family: str, params: dict, provenance: dict[str, Any], score: float,
                nvcc: str, flags: list[str], archs: list[str]) -> Entry:
-    sha = manifest.hashlib.sha256(source.encode()).hexdigest()
+    sha = manifest.sha256_text(source)
     eid = f"{r.M}x{r.N}x{r.K}-{family or 'custom'}-{sha[:10]}"
     measured = {"score": score, "speedup": r.speedup, "tflops": r.tflops, "floor_fraction": r.floor_fraction,
                 "times_us": {m: {k: t.median_us for k, t in rs.items()} for m, rs in r.times.items()}}

@@ -198,14 +198,21 @@ def library_chunks(folder: Path) -> list[Chunk]:
     return chunks
 
 
-def shape_distance(e, M: int, N: int, K: int) -> float:
-    """Euclidean distance in (log2 M, log2 N, log2 K); an M-range covering M is 0 along M."""
-    if e.m_range is None:
-        dm = math.log2(e.M / M)
+def log_shape_distance(shape, m_range, M: int, N: int, K: int) -> float:
+    """Euclidean distance in (log2 M, log2 N, log2 K) from `shape` (M may be None when `m_range`
+    is given); an M-range covering M is 0 along M."""
+    eM, eN, eK = shape
+    if m_range is None:
+        dm = math.log2(eM / M)
     else:
-        lo, hi = e.m_range
+        lo, hi = m_range
         dm = 0.0 if lo <= M <= hi else math.log2(lo / M) if M < lo else math.log2(M / hi)
-    return math.sqrt(dm * dm + math.log2(e.N / N) ** 2 + math.log2(e.K / K) ** 2)
+    return math.sqrt(dm * dm + math.log2(eN / N) ** 2 + math.log2(eK / K) ** 2)
+
+
+def shape_distance(e, M: int, N: int, K: int) -> float:
+    """`log_shape_distance` of a library entry."""
+    return log_shape_distance((e.M, e.N, e.K), e.m_range, M, N, K)
 
 
 def library_neighbors(entries: list, M: int, N: int, K: int, k: int) -> list:

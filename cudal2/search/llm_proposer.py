@@ -29,6 +29,7 @@ from cudal2.harness.evaluate import result_key
 from cudal2.harness.store import Store
 from cudal2.llm.parse import ParseError, candidate_source
 from cudal2.problem import Problem
+from cudal2.retrieval.corpus import log_shape_distance
 from cudal2.search.population import Member, Population
 from cudal2.search.proposers import Proposal
 
@@ -117,7 +118,7 @@ class LLMProposer:
         lib = [c for c in self.retriever.chunks if c.kind == "library" and c.tokens <= left and c.meta.get("shape")
                and list(c.meta["shape"]) != [p.M, p.N, p.K]]
         if lib:
-            near = min(lib, key=lambda c: sum((math.log2(a) - math.log2(b)) ** 2 for a, b in zip(c.meta["shape"], (p.M, p.N, p.K))))
+            near = min(lib, key=lambda c: log_shape_distance(c.meta["shape"], c.meta.get("m_range"), p.M, p.N, p.K))
             notes.append(near)
         return notes
 
