@@ -97,10 +97,9 @@ def bench_table(results: list[EvalResult]) -> Table:
     for m, b in cols:
         t.add_column(f"{m} vs {b}", justify="right")
     t.add_column("offline % of floor", justify="right")
-    import math as _m
     bands: dict[int, list[EvalResult]] = {}
     for r in sorted(ok, key=lambda r: r.M * r.N * r.K):
-        bnd = int(_m.log2(r.M * r.N * r.K))
+        bnd = int(math.log2(r.M * r.N * r.K))  # size band
         bands.setdefault(bnd, []).append(r)
         t.add_row(f"{r.M}x{r.N}x{r.K}", str(bnd), *(f"{r.speedup.get(m, {}).get(b, float('nan')):.3f}" for m, b in cols),
                   f"{100 * r.floor_fraction.get('offline', float('nan')):.1f}")

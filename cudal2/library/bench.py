@@ -9,8 +9,6 @@ Does not: change the library (a failing entry is only reported).
 
 from __future__ import annotations
 
-import json
-import math
 from pathlib import Path
 
 from rich.console import Console
@@ -58,7 +56,3 @@ def bench_entries(lib: Library, cfg: Config, gpu: str, console: Console, json_ou
     console.print(bench_table(results))
     return results
 
-
-def band(r: EvalResult) -> int:
-    """Size band: floor of log2(M·N·K)."""
-    return int(math.log2(r.M * r.N * r.K))
