@@ -131,6 +131,8 @@ def generate(mnk: Optional[str] = typer.Option(None, "--mnk", help="One shape M,
              families: Optional[str] = typer.Option(None, "--families", help="Comma list, e.g. sm80,sm90."),
              llm: Optional[str] = typer.Option(None, "--llm", help="openai:<model>, vllm:<model-or-path> or hf:<model-or-path>."),
              missing_only: bool = typer.Option(False, "--missing-only", help="Skip shapes the library already has an entry for."),
+             build_only: bool = typer.Option(False, "--build-only",
+                                             help="No GPU: build each shape's first-round candidates into the build cache."),
              config: Optional[Path] = ConfigOpt) -> None:
     """Search for kernels faster than cuBLAS at the given shape(s); winners go to the kernel library."""
     if (mnk is None) == (shapes is None):
@@ -157,6 +159,9 @@ def generate(mnk: Optional[str] = typer.Option(None, "--mnk", help="One shape M,
     bad = [f for f in cfg.search.families if f not in known()]
     if bad:
         fail(f"unknown kernel famil{'y' if len(bad) == 1 else 'ies'} {', '.join(bad)}; known: {', '.join(sorted(known()))}")
+    if build_only:
+        from cudal2.search.run import run_prebuild
+        raise typer.Exit(run_prebuild(problems, cfg, out))
     gpu = need_gpu()
     from cudal2.search.run import run_generate
     raise typer.Exit(run_generate(problems, cfg, gpu, out, missing_only))

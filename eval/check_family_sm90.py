@@ -32,7 +32,7 @@ from cudal2.problem import Problem  # noqa: E402
 SHAPES = [Problem(4096, 4096, 4096), Problem(8192, 8192, 8192), Problem(128, 4096, 4096),
           Problem(1024, 1024, 1024), Problem(2048, 8192, 1024)]
 
-BASE = dict(TILE_K=64, CLUSTER_M=1, CLUSTER_N=1, STAGES=0, RASTER="M", SWIZZLE=1, SCHEDULER="persistent")
+BASE = dict(TILE_K=64, CLUSTER_M=1, CLUSTER_N=1, STAGES=0, RASTER="M", SWIZZLE=1, SCHEDULER="persistent", SPLIT_K=1)
 POINTS = {
     # big-shape candidates
     "coop128x256_c2x1_rN_s2": dict(TILE_M=128, TILE_N=256, SCHEDULE="cooperative", CLUSTER_M=2, RASTER="N", SWIZZLE=2),

@@ -63,3 +63,21 @@ def test_ptxas_report_parses_spills():
            "ptxas info    : Used 255 registers, used 1 barriers, 1024 bytes smem, 400 bytes cmem[0]\n")
     assert parse_ptxas(log) == {"_Z1kv@sm_90a": {"stack": 64, "spill_stores": 8, "spill_loads": 12,
                                                  "registers": 255, "barriers": 1, "smem": 1024}}
+
+
+def test_cache_key_names_the_cutlass_version_not_its_folder(cfg, tmp_path, monkeypatch):
+    # A cache warmed on one machine must hit on another where the same wheel sits in another folder.
+    from cudal2.harness import build as build_mod
+    before = build_key(GOOD, cfg.build)
+    for where, version in (("a", "#define CUTLASS_MAJOR 4\n"), ("b", "#define CUTLASS_MAJOR 4\n"), ("c", "#define CUTLASS_MAJOR 5\n")):
+        (tmp_path / where / "cutlass").mkdir(parents=True)
+        (tmp_path / where / "cutlass" / "version.h").write_text(version)
+    keys = {}
+    for where in "abc":
+        monkeypatch.setattr(build_mod, "cutlass_include", lambda w=where: str(tmp_path / w))
+        build_mod.cutlass_version.cache_clear()
+        keys[where] = build_key(GOOD, cfg.build)
+    build_mod.cutlass_version.cache_clear()
+    assert keys["a"] == keys["b"] != keys["c"]
+    monkeypatch.undo()
+    assert build_key(GOOD, cfg.build) == before

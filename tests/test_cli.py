@@ -1,4 +1,6 @@
-"""CLI error paths: one line on stderr, exit code 2, no traceback, nothing written."""
+"""CLI: error paths (one line on stderr, exit code 2, no traceback, nothing written), and `generate --build-only`."""
+
+import shutil
 
 import pytest
 from typer.testing import CliRunner
@@ -63,3 +65,17 @@ def test_baselines_bad_shapes_file(tmp_path):
 def test_doctor_lists_components():
     res = run("doctor")
     assert res.exit_code == 0 and "nvcc" in res.output and "CUTLASS" in res.output
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+def test_build_only_warms_the_cache_without_a_gpu(tmp_path, monkeypatch):
+    monkeypatch.setattr("cudal2.harness.device.gpu_present", lambda: "no NVIDIA GPU found (test)")
+    f = tmp_path / "c.toml"
+    f.write_text(f'[build]\ncache_dir = "{tmp_path / "cache"}"\n[search]\nfamilies = ["sm80"]\nbatch = 2\n')
+    res = run("generate", "--mnk", "64,64,64", "--build-only", "-c", str(f))
+    assert res.exit_code == 0, res.output
+    assert "2 built (0 already cached), 0 failed" in res.output
+    assert len(list((tmp_path / "cache").glob("*/libkernel.so"))) == 2
+    # The run that follows finds them: the same sources are cache hits.
+    again = run("generate", "--mnk", "64,64,64", "--build-only", "-c", str(f))
+    assert "2 built (2 already cached), 0 failed" in again.output

@@ -20,7 +20,7 @@ P4K = Problem(4096, 4096, 4096)
 SHAPES = [P4K, Problem(8192, 8192, 8192), Problem(128, 4096, 4096), Problem(1024, 1024, 1024),
           Problem(2048, 8192, 1024), Problem(1, 4096, 4096), Problem(100, 1000, 72)]
 TYPICAL = dict(TILE_M=128, TILE_N=256, TILE_K=64, CLUSTER_M=2, CLUSTER_N=1, SCHEDULE="cooperative", STAGES=0,
-               RASTER="N", SWIZZLE=2, SCHEDULER="persistent")
+               RASTER="N", SWIZZLE=2, SCHEDULER="persistent", SPLIT_K=1)
 
 
 def point(**over):
@@ -33,7 +33,8 @@ def sample_points():
     for p in SHAPES:
         ranked = sorted(FAM.valid_points(p, LIM), key=lambda x: -FAM.prior(x, p, LIM))
         picks = ranked[:10]
-        picks += [x for x in ranked if x["SCHEDULER"] == "streamk"][:1]
+        picks += [x for x in ranked if x["SCHEDULER"] == "streamk" and x["SPLIT_K"] == 1][:1]
+        picks += [x for x in ranked if x["SPLIT_K"] > 1][:1]
         picks += [x for x in ranked if x["SCHEDULE"] == "pingpong"][:1]
         out += [(x, p) for x in picks]
     return out
@@ -68,6 +69,8 @@ def test_render_follows_the_parameters():
                     Problem(128, 4096, 4096))
     assert "StreamKScheduler" in sk and "ReductionMode::Deterministic" in sk
     assert "StageCountAutoCarveout" in FAM.render(TYPICAL, P4K)
+    split = FAM.render(point(TILE_N=128, CLUSTER_M=1, SCHEDULER="streamk", SPLIT_K=8), Problem(128, 512, 16384))
+    assert "DecompositionMode::SplitK" in split and "splits = 8;" in split and "Deterministic" in split
 
 
 def test_the_typical_point_is_valid_for_4096_cubed():
@@ -91,6 +94,9 @@ def test_the_typical_point_is_valid_for_4096_cubed():
     (dict(SWIZZLE=8, CLUSTER_M=1), Problem(256, 4096, 4096), "SWIZZLE=8 acts as"),
     (dict(RASTER="N", CLUSTER_M=1, SWIZZLE=1), Problem(128, 4096, 4096), "raster"),
     (dict(SCHEDULER="streamk"), P4K, "data-parallel"),       # 3.9 waves: no tail worth splitting
+    (dict(SPLIT_K=4, CLUSTER_M=1, RASTER="M", SWIZZLE=1), Problem(128, 512, 16384), "SCHEDULER=streamk"),
+    (dict(SCHEDULER="streamk", SPLIT_K=16, CLUSTER_M=1, RASTER="M", SWIZZLE=1), Problem(128, 512, 1024),
+     "fewer than 2 k-tiles"),
 ])
 def test_invalid_points_are_rejected_with_a_reason(over, p, words):
     why = FAM.invalid(point(**over), p, LIM)
@@ -140,6 +146,21 @@ def test_prior_prefers_filling_the_sms_for_small_m():
     small = point(TILE_M=64, TILE_N=64, SCHEDULE="pingpong", CLUSTER_M=1, RASTER="M", SWIZZLE=1)
     assert FAM.invalid(big, p, LIM) is None and FAM.invalid(small, p, LIM) is None
     assert FAM.prior(small, p, LIM) > FAM.prior(big, p, LIM)
+
+
+def test_prior_prefers_split_k_when_few_tiles_share_a_long_k():
+    p = Problem(128, 512, 16384)       # 128x128 tiles: 4 output tiles for 132 SMs, 256 k-tiles each
+    flat = point(TILE_N=128, CLUSTER_M=1, RASTER="M", SWIZZLE=1)
+    split = {**flat, "SCHEDULER": "streamk", "SPLIT_K": 16}
+    assert FAM.invalid(flat, p, LIM) is None and FAM.invalid(split, p, LIM) is None
+    assert FAM.prior(split, p, LIM) > FAM.prior(flat, p, LIM)
+    # ...and not when the output tiles already fill the GPU many times over.
+    assert FAM.prior(TYPICAL, P4K, LIM) > FAM.prior({**TYPICAL, "SCHEDULER": "streamk", "SPLIT_K": 2}, P4K, LIM)
+
+
+def test_points_recorded_before_split_k_existed_still_mutate():
+    old = {k: v for k, v in TYPICAL.items() if k != "SPLIT_K"}
+    assert all(set(nb) == set(FAM.space) for nb in FAM.neighbors(old))
 
 
 def test_space_is_modest_and_neighbors_stay_inside():

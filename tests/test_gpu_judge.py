@@ -46,3 +46,17 @@ def test_faults_cost_one_candidate_each(evaluator):
     results = evaluator.evaluate(cands, Problem(64, 64, 64))
     assert [r.ok for r in results] == [False, True, False, True, False, True]
     assert [r.fault.value if r.fault else None for r in results[::2]] == ["hang", "cuda_error", "crash"]
+
+
+def test_a_private_stream_fails_even_with_the_policy_off(evaluator, monkeypatch):
+    # Defence in depth: the policy rejects stream creation by name, but an obfuscated form could slip
+    # past it. Work on a private stream must then still fail a dynamic check: the verification stages
+    # race it, and before the timed outputs are poisoned the judge drains the whole device, so output
+    # the eager warm-up wrote late cannot pass for the (empty) timed graph's.
+    from cudal2.harness import build as build_mod
+    monkeypatch.setattr(build_mod.policy, "check", lambda source, extra=(): [])
+    src = (KERNELS / "bad" / "private_stream.cu").read_text()
+    for _ in range(3):  # the race can go either way in one run; the device drain makes timing certain
+        (r,) = evaluator.evaluate([Candidate("private_stream.cu", src)], SHAPE)
+        assert r.stage is not Stage.POLICY, r.reason
+        assert not r.ok, "work on a private stream passed every check"

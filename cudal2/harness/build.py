@@ -71,6 +71,16 @@ def cutlass_include() -> str | None:
     return str(inc) if (inc / "cute").is_dir() else None
 
 
+@functools.lru_cache(maxsize=None)
+def cutlass_version() -> str:
+    """What the cache key knows of the CUTLASS headers: their version file's hash, not their folder,
+    so a cache built on one machine is valid on another with the same wheel installed elsewhere."""
+    inc = cutlass_include()
+    if inc is None:
+        return ""
+    return hashlib.sha256((Path(inc) / "cutlass" / "version.h").read_bytes()).hexdigest()[:16]
+
+
 def cache_root(cfg: BuildConfig) -> Path:
     if cfg.cache_dir:
         return Path(cfg.cache_dir)
@@ -89,7 +99,7 @@ def nvcc_command(cfg: BuildConfig, src: str, out: str) -> list[str]:
 
 def build_key(source: str, cfg: BuildConfig) -> str:
     h = hashlib.sha256()
-    for part in (source, json.dumps([cfg.flags, cfg.archs]), nvcc_version(cfg.nvcc), cutlass_include() or ""):
+    for part in (source, json.dumps([cfg.flags, cfg.archs]), nvcc_version(cfg.nvcc), cutlass_version()):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()[:24]

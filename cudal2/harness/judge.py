@@ -147,6 +147,15 @@ class Judge:
         except cp.cuda.runtime.CUDARuntimeError as e:
             raise Failed(stage, f"CUDA error: {e}", Fault.CUDA_ERROR) from None
 
+    def drain_device(self, stage: Stage, timeout: float) -> None:
+        """Wait for every stream of the device. cudaDeviceSynchronize blocks without a deadline of its
+        own, so the deadline is the worker's heartbeat: a hang here is killed and reported as one."""
+        beat(stage.value, timeout + 30)
+        try:
+            cp.cuda.runtime.deviceSynchronize()
+        except cp.cuda.runtime.CUDARuntimeError as e:
+            raise Failed(stage, f"CUDA error: {e}", Fault.CUDA_ERROR) from None
+
     # --- stages ------------------------------------------------------------------------------
     def verify(self, p: Problem) -> None:
         v = self.cfg.verify
@@ -237,10 +246,11 @@ class Judge:
                     raise Failed(Stage.TIMING, f"not stream-ordered: {e}") from None
                 except timing.Hang as e:
                     raise Failed(Stage.TIMING, f"hang: {e}", Fault.HANG) from None
-                # Drains our stream before the poison. Work a candidate pushed to another stream during the
-                # eager warm-up is not waited for here (known gap; see eval/NOTES.md): the policy forbids
-                # the per-thread and legacy stream names, and a legacy-stream launch fails capture.
-                self.wait(Stage.TIMING, timeout)
+                # Drain the whole device, not just our stream, before the poison: work a candidate pushed
+                # to any other stream during the eager warm-up and capture must not land after it and pass
+                # for the output of the (empty) timed graph.
+                self.drain_device(Stage.TIMING, timeout)
+                beat("timing", 600)
                 for c in sets.C:
                     buffers.poison(c)
                 times["offline"] = self.guard_timing(lambda: timing.offline(self.stream, graphs, tc.repeats, timeout))

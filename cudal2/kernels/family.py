@@ -73,7 +73,13 @@ class Family:
     def valid_points(self, p: Problem, lim: Limits) -> list[Params]:
         return [x for x in self.points() if self.invalid(x, p, lim) is None]
 
+    def complete(self, params: Params) -> Params:
+        """`params` with any parameter it lacks set to that parameter's first value: a point recorded
+        before a parameter was added to the space meant that value (the template's old behaviour)."""
+        return {k: params.get(k, values[0]) for k, values in self.space.items()}
+
     def neighbors(self, params: Params, rng: random.Random | None = None) -> list[Params]:
+        params = self.complete(params)
         out = []
         for k, values in self.space.items():
             i = values.index(params[k])

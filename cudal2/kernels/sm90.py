@@ -3,7 +3,8 @@
 One point is one CUTLASS `GemmUniversal` kernel: wgmma fed by TMA into 128B-swizzled shared
 memory, an mbarrier pipeline of STAGES stages, warp-specialized producer/consumer warpgroups
 with setmaxnreg (cooperative or ping-pong), a persistent grid over a static tile scheduler
-(grouped raster) or a deterministic stream-K scheduler, optional 2-CTA clusters with TMA
+(grouped raster), or a deterministic stream-K scheduler (CUTLASS's heuristic stream-K, or plain
+split-K over SPLIT_K slices of K), optional 2-CTA clusters with TMA
 multicast, and a TMA-store epilogue with no source operand (beta = 0).
 
 Guarantees: `invalid` rejects, with a reason, every point that would fail a CUTLASS static
@@ -61,6 +62,9 @@ class Sm90(Family):
         "RASTER": ("M", "N"),               # CUTLASS's "Heuristic" always equals one of these two
         "SWIZZLE": (1, 2, 4, 8),
         "SCHEDULER": ("persistent", "streamk"),
+        # > 1: the stream-K scheduler's split-K decomposition (every output tile's K range cut into
+        # SPLIT_K slices, run by different CTAs and reduced in a fixed order through the workspace).
+        "SPLIT_K": (1, 2, 4, 8, 16),
     }
 
     # ---- derived quantities (shared by invalid, prior and context) ----
@@ -188,7 +192,9 @@ class Sm90(Family):
         cap = min(lim.smem_per_block, CUTLASS_SM90_SMEM)
         if smem > cap:
             return f"shared memory {smem} bytes ({st} stages x {self.stage_bytes(x)} + epilogue) > {cap}"
-        if tm > 64 and tm >= 2 * p.M:
+        # Split-K (cooperative, so TILE_M >= 128) is how a memory-bound thin-M problem fills the SMs:
+        # half a tile of padding rows costs it little, so it is spared the rule up to that much.
+        if tm > 64 and tm >= (4 if x["SPLIT_K"] > 1 else 2) * p.M:
             return f"TILE_M={tm} is far larger than M={p.M} (at least half the tile is padding)"
         if tn > 64 and tn >= 2 * p.N:
             return f"TILE_N={tn} is far larger than N={p.N} (at least half the tile is padding)"
@@ -205,7 +211,13 @@ class Sm90(Family):
                     f"(CUTLASS clips it): duplicate")
         if x["RASTER"] == "N" and min(bm // cm, bn // cn) == 1:
             return "a single row or column of clusters: raster order N visits tiles as M does (duplicate)"
-        if x["SCHEDULER"] == "streamk" and self.streamk_tiles(x, p, lim) == 0:
+        split = x["SPLIT_K"]
+        if split > 1 and x["SCHEDULER"] != "streamk":
+            return "split-K runs on CUTLASS's stream-K scheduler: needs SCHEDULER=streamk"
+        if split > 1 and _cdiv(p.K, tk) // split < 2:
+            return (f"SPLIT_K={split} leaves fewer than 2 k-tiles of {tk} per slice of K={p.K} "
+                    "(CUTLASS lowers the split count: duplicate)")
+        if x["SCHEDULER"] == "streamk" and split == 1 and self.streamk_tiles(x, p, lim) == 0:
             return ("stream-K's heuristic picks the data-parallel schedule here (no wave tail to split): "
                     "duplicate of persistent")
         return None
@@ -227,18 +239,31 @@ class Sm90(Family):
         # problems.
         cta, wg = tm * tn / (tm + tn), 64 * tn / (64 + tn)
         tile_eff = (cta / (cta + 40.0)) * (wg / (wg + 40.0))
-        # Wave quantization over the persistent grid; softened (square root) because a part-empty
-        # wave still draws the whole memory bandwidth on short or memory-bound problems.
-        wave = max(1, self.ctas_per_wave(x, tiles, lim, truncate=False))
-        waves = tiles / wave
+        # Wave quantization over the persistent grid (split-K multiplies the work units); softened
+        # (square root) because a part-empty wave still draws the whole memory bandwidth on short or
+        # memory-bound problems.
+        split = x["SPLIT_K"]
+        units = tiles * split
+        wave = max(1, self.ctas_per_wave(x, units, lim, truncate=False))
+        waves = units / wave
         wave_eff = math.sqrt(waves / math.ceil(waves))
-        # Stream-K (deterministic turnstile fix-up) measured slower than data-parallel at every
-        # shape tried, even with one lone partial wave: a mild penalty keeps it explorable.
-        sk = 0.9 if x["SCHEDULER"] == "streamk" else 1.0
+        if split > 1:
+            # Split-K pays a serial chain: the deterministic turnstile makes each slice wait for the
+            # one before it to fold its fp32 partial tile in (about SPLIT_K x 8 bytes x TILE_M x TILE_N
+            # through one SM at ~100 GB/s), plus the workspace-flag memset launch, against an ideal
+            # time for the whole problem. Calibrated on one H100 run: 128x64 tiles, split 8 at
+            # 128x1024x2048 took 19 us where cuBLAS took 6 us.
+            ideal = max(p.flops / 700e12, p.min_bytes / 2.5e12)
+            chain = split * tm * tn * 8 / 100e9 + 2e-6
+            sk = ideal / (ideal + chain)
+        else:
+            # Stream-K (deterministic turnstile fix-up) measured slower than data-parallel at every
+            # shape tried, even with one lone partial wave: a mild penalty keeps it explorable.
+            sk = 0.9 if x["SCHEDULER"] == "streamk" else 1.0
         # Pipeline depth: fewer stages than fit leaves TMA latency exposed (ping-pong 128x128 with 4
         # stages instead of 6 lost 10-20%); TILE_K=128 leaves only 3.
         st, auto = self.stages(x), self.auto_stages(x)
-        k_tiles = _cdiv(p.K, tk)
+        k_tiles = _cdiv(p.K, tk) // split
         pipe = {2: 0.9, 3: 0.95}.get(min(st, k_tiles), 1.0) * (0.95 ** max(0, min(auto, 6) - st))
         k_wide = 1.0 if tk == 64 else 0.9
         # Ping-pong with 128-row tiles overlaps one warpgroup's epilogue with the other's mainloop:
@@ -275,7 +300,12 @@ class Sm90(Family):
         if cn > 1:
             mc.append(f"each A tile is multicast to the {cn} CTAs of a cluster row (same M, different N)")
         em, en = self.epilogue_tile(x)
-        if x["SCHEDULER"] == "streamk":
+        if x["SPLIT_K"] > 1:
+            sched = (f"a split-K decomposition on the stream-K scheduler: every output tile's K range is\n"
+                     f"//    cut into {x['SPLIT_K']} slices run by different CTAs; the partial fp32 tiles are reduced through\n"
+                     "//    the workspace in a fixed turnstile order (ReductionMode::Deterministic), so the output is\n"
+                     "//    bitwise reproducible")
+        elif x["SCHEDULER"] == "streamk":
             sched = ("a stream-K tile scheduler (Heuristic decomposition:\n"
                      "//    data-parallel waves, the wave tail split along K over all SMs; partial tiles are reduced\n"
                      "//    through the workspace in a fixed turnstile order, ReductionMode::Deterministic, so the\n"

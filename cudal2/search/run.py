@@ -5,6 +5,9 @@ from the worker's GPU; with no LLM configured the template proposer runs alone, 
 so in one line; with one, the LLM proposer gets `[llm] share` of each round, beside the templates
 (one loop, two proposers); the exit code is 0 when every shape has a verified kernel, 1 otherwise.
 
+`run_prebuild` is the GPU-free half: it builds what the first round of each shape would judge,
+so a CPU machine can warm the build cache (`[build] cache_dir`) that a GPU run then reuses.
+
 Does not: hold any search logic (see `engine.py`).
 """
 
@@ -31,6 +34,27 @@ from cudal2.search.proposers import TemplateProposer
 
 def library_dir(cfg: Config, arch: str) -> Path:
     return (Path(cfg.library.root) if cfg.library.root else default_root()) / arch
+
+
+def run_prebuild(problems: list[Problem], cfg: Config, console: Console) -> int:
+    """Build the first-round template candidates of every shape: the `search.batch` best-prior points
+    of each family (a superset of what the proposer's first round draws, for the default H100 limits).
+    Returns 0 when every build succeeded."""
+    from rich.progress import Progress
+    from cudal2.harness.build import build_many, cache_root
+    fams = [get_family(f) for f in cfg.search.families]
+    proposer = TemplateProposer(fams, Limits(), cfg.search.explore)
+    sources = {f.render(x, p): None for p in problems for f in fams
+               for x in proposer.ranked(f, p)[:cfg.search.batch]}
+    console.print(f"--build-only: {len(sources)} distinct sources for {len(problems)} shapes -> {cache_root(cfg.build)}")
+    with Progress(console=console) as bar:
+        task = bar.add_task("building", total=len(sources))
+        results = build_many(sources, cfg.build, on_done=lambda i, r: bar.advance(task))
+    failed = [r for r in results if not r.ok]
+    for r in failed[:5]:
+        console.print(f"[red]build failed[/] ({r.stage}): {r.reason}")
+    console.print(f"{len(results) - len(failed)} built ({sum(r.cached for r in results)} already cached), {len(failed)} failed")
+    return 1 if failed else 0
 
 
 def run_generate(problems: list[Problem], cfg: Config, gpu: str, console: Console, missing_only: bool = False) -> int:
