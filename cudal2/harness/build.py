@@ -231,3 +231,12 @@ def build_many(sources: Iterable[str], cfg: BuildConfig,
             if on_done:
                 on_done(i, results[i])
     return results  # type: ignore[return-value]
+
+
+def build_all(sources: Iterable[str], cfg: BuildConfig, console, label: str = "building") -> list[BuildResult]:
+    """`build_many` behind a rich progress bar on `console` (a long wait: CUTLASS builds take ~50 s each)."""
+    from rich.progress import Progress
+    sources = list(sources)
+    with Progress(console=console) as bar:
+        task = bar.add_task(label, total=len(sources))
+        return build_many(sources, cfg, on_done=lambda i, r: bar.advance(task))

@@ -1,6 +1,7 @@
 """The process Nsight Compute profiles: one candidate call at one shape, nothing else.
 
-Usage: `python -m cudal2.harness.profile_target LIB.so M N K`
+Usage: `python -m cudal2.harness.profile_target LIB.so M N K`, or `cublas` for LIB.so to profile
+the vendor baseline (cublasGemmEx, TN, as the judge times it) on the same inputs for comparison.
 
 Guarantees: inputs are fresh standard-normal fp16 (never zeros), everything runs on one
 non-default stream, two warm-up calls run before `cudaProfilerStart` and exactly one call runs
@@ -23,10 +24,10 @@ from cudal2.harness.loader import load_candidate
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 4:
-        sys.exit("usage: python -m cudal2.harness.profile_target LIB.so M N K")
+        sys.exit("usage: python -m cudal2.harness.profile_target LIB.so|cublas M N K")
     lib, (M, N, K) = args[0], (int(x) for x in args[1:])
-    cand = load_candidate(lib)
-    ws_bytes = cand.workspace_bytes(M, N, K)
+    cand = None if lib == "cublas" else load_candidate(lib)
+    ws_bytes = cand.workspace_bytes(M, N, K) if cand else 0
 
     stream = cp.cuda.Stream(non_blocking=True)
     with stream:
@@ -37,7 +38,14 @@ def main(argv: list[str] | None = None) -> int:
         ws = cp.empty(max(ws_bytes, 256), dtype=cp.uint8)
     stream.synchronize()
 
+    if cand is None:
+        from cudal2.harness.baselines import Cublas
+        vendor = Cublas(stream)
+
     def call(what: str) -> None:
+        if cand is None:
+            vendor.tn(a, b, c)
+            return
         rc = cand.call(a.data.ptr, b.data.ptr, c.data.ptr, M, N, K,
                        ws.data.ptr, ws_bytes, stream.ptr)
         if rc != 0:

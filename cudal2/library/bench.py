@@ -4,17 +4,23 @@ Guarantees: every entry goes through the same harness as a search candidate (ver
 verification stages; bench: those plus both timing modes beside the baselines, measured now,
 side by side, not read from the manifest); a failing entry is reported with its stage and reason.
 
+Every entry's source is built first, on every core (the judging loop then finds each build in the
+cache); with `--json`, each result is appended as soon as it is measured, so a run stopped early
+keeps what it measured.
+
 Does not: change the library (a failing entry is only reported).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
 from rich.console import Console
 from rich.progress import track
 
 from cudal2.config import Config
+from cudal2.harness.build import build_all
 from cudal2.harness.evaluate import Candidate, Evaluator
 from cudal2.library.runtime import Library
 from cudal2.problem import Problem
@@ -22,15 +28,20 @@ from cudal2.report import bench_table
 from cudal2.result import EvalResult
 
 
-def _judge_all(lib: Library, cfg: Config, gpu: str, console: Console, time_it: bool) -> list[tuple[str, EvalResult]]:
+def _judge_all(lib: Library, cfg: Config, gpu: str, console: Console, time_it: bool,
+               on_result: Callable[[EvalResult], None] | None = None) -> list[tuple[str, EvalResult]]:
+    sources = [(lib.folder / e.source).read_text() for e in lib.entries]
+    build_all(sources, cfg.build, console, "build")
     ev = Evaluator(cfg, gpu_name=gpu)
     out = []
     try:
-        for e in track(lib.entries, description="verify" if not time_it else "bench", console=console):
+        for e, src in track(list(zip(lib.entries, sources)), description="verify" if not time_it else "bench",
+                            console=console):
             M = e.M if e.M is not None else e.m_range[1]
-            src = (lib.folder / e.source).read_text()
             (r,) = ev.evaluate([Candidate(e.id, src)], Problem(M, e.N, e.K), reuse=False, time_it=time_it)
             out.append((e.id, r))
+            if on_result:
+                on_result(r)
     finally:
         ev.close()
     return out
@@ -47,9 +58,15 @@ def verify_entries(lib: Library, cfg: Config, gpu: str, console: Console) -> lis
 
 
 def bench_entries(lib: Library, cfg: Config, gpu: str, console: Console, json_out: Path | None) -> list[EvalResult]:
-    results = [r for _, r in _judge_all(lib, cfg, gpu, console, time_it=True)]
     if json_out:
-        json_out.write_text("\n".join(r.to_json() for r in results) + "\n")
+        json_out.write_text("")
+
+    def append(r: EvalResult) -> None:
+        if json_out:
+            with json_out.open("a") as f:
+                f.write(r.to_json() + "\n")
+
+    results = [r for _, r in _judge_all(lib, cfg, gpu, console, time_it=True, on_result=append)]
     for r in results:
         if not r.ok:
             console.print(f"[red]FAIL[/] {r.name} at {r.stage.value}: {r.reason}")

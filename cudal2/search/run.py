@@ -40,16 +40,13 @@ def run_prebuild(problems: list[Problem], cfg: Config, console: Console) -> int:
     """Build the first-round template candidates of every shape: the `search.batch` best-prior points
     of each family (a superset of what the proposer's first round draws, for the default H100 limits).
     Returns 0 when every build succeeded."""
-    from rich.progress import Progress
-    from cudal2.harness.build import build_many, cache_root
+    from cudal2.harness.build import build_all, cache_root
     fams = [get_family(f) for f in cfg.search.families]
     proposer = TemplateProposer(fams, Limits(), cfg.search.explore)
     sources = {f.render(x, p): None for p in problems for f in fams
                for x in proposer.ranked(f, p)[:cfg.search.batch]}
     console.print(f"--build-only: {len(sources)} distinct sources for {len(problems)} shapes -> {cache_root(cfg.build)}")
-    with Progress(console=console) as bar:
-        task = bar.add_task("building", total=len(sources))
-        results = build_many(sources, cfg.build, on_done=lambda i, r: bar.advance(task))
+    results = build_all(sources, cfg.build, console)
     failed = [r for r in results if not r.ok]
     for r in failed[:5]:
         console.print(f"[red]build failed[/] ({r.stage}): {r.reason}")
