@@ -1,6 +1,6 @@
 """Nsight Compute, side by side: the library's kernel and cuBLAS at the same shapes, on the GPU.
 
-  python eval/profile_pairs.py --root kernels_out --arch sm90 --shapes 12288,8192,2048 1024,1024,12288
+  python eval/profile_pairs.py --root kernels_out --arch sm90 --shapes 12288,8192,2048 1024,1024,12288 [-c cfg.toml]
   ... --out pairs.json     also write every profile as JSON
 
 For each shape: build the library entry's source (build cache), profile one call of it and one
@@ -44,8 +44,9 @@ def main() -> int:
     ap.add_argument("--shapes", nargs="+", required=True, help="M,N,K ...")
     ap.add_argument("--metrics", default="default")
     ap.add_argument("--out")
+    ap.add_argument("-c", "--config", help="cudal2 TOML config (its [build] section: cache, flags)")
     a = ap.parse_args()
-    cfg = Config()
+    cfg = Config.load(a.config) if a.config else Config()
     lib = Library(Path(a.root) / a.arch)
     out = []
     for text in a.shapes:
