@@ -17,7 +17,7 @@ def test_candidate_profile_names_its_kernel_and_counts_no_tensor_work(cfg):
     assert b.ok, b.reason
     s = profile(b.lib_path, 256, 256, 256)["summary"]
     assert s["n_kernels"] == 1 and "naive_gemm" in s["dominant_kernel"]
-    assert s["duration_ns"] > 0 and s["tensor_pipe_pct"] == 0  # fmaf on CUDA cores only
+    assert s["duration_ns"] > 0 and s["tensor_pipe_pct"] < 1  # fmaf on CUDA cores only
 
 
 def test_cublas_profile_uses_the_tensor_cores():

@@ -157,7 +157,8 @@ class ProfileError(RuntimeError):
 
 def ncu_command(lib_path: str, M: int, N: int, K: int, metric_set: str = "default",
                 ncu: str = "ncu") -> list[str]:
-    """The argv that profiles one call of `lib_path` at M×N×K with `METRIC_SETS[metric_set]`."""
+    """The argv that profiles one call of `lib_path` (or of cuBLAS, for "cublas") at M×N×K with
+    `METRIC_SETS[metric_set]`."""
     try:
         metrics = METRIC_SETS[metric_set]
     except KeyError:
@@ -172,7 +173,7 @@ def ncu_command(lib_path: str, M: int, N: int, K: int, metric_set: str = "defaul
         "--print-units", "base",
         "--metrics", ",".join(metrics),
         sys.executable, "-m", "cudal2.harness.profile_target",
-        os.path.abspath(lib_path), str(int(M)), str(int(N)), str(int(K)),
+        lib_path if lib_path == "cublas" else os.path.abspath(lib_path), str(int(M)), str(int(N)), str(int(K)),
     ]
 
 
