@@ -42,7 +42,7 @@ def need_gpu() -> str:
     from cudal2.harness.device import gpu_present
     why = gpu_present()
     if why:
-        fail(f"{why}; `cudal2 eval` and `cudal2 baselines` need an NVIDIA GPU (try `cudal2 doctor`)")
+        fail(f"{why}; this command needs an NVIDIA GPU (try `cudal2 doctor`)")
     import pynvml as nv
     h = nv.nvmlDeviceGetHandleByIndex(0)
     return f"{nv.nvmlDeviceGetName(h)}|{nv.nvmlSystemGetDriverVersion()}"
@@ -180,7 +180,8 @@ ArchOpt = typer.Option(None, "--arch", help="Architecture folder, e.g. sm90 (def
 def open_library(root: Optional[Path], arch: Optional[str]):
     from cudal2.library import LibraryError, load
     if arch is None:
-        why = __import__("cudal2.harness.device", fromlist=["gpu_present"]).gpu_present()
+        from cudal2.harness.device import gpu_present
+        why = gpu_present()
         if why:
             fail(f"{why}; name the library's architecture with --arch (e.g. --arch sm90)")
     try:

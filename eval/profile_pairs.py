@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from cudal2.config import Config  # noqa: E402
 from cudal2.harness.build import build  # noqa: E402
-from cudal2.harness.profile import ProfileError, profile  # noqa: E402
+from cudal2.harness.profile import CUBLAS, ProfileError, profile  # noqa: E402
 from cudal2.library import Library  # noqa: E402
 from cudal2.problem import parse_mnk  # noqa: E402
 
@@ -61,7 +61,7 @@ def main() -> int:
             continue
         rec = {"shape": [p.M, p.N, p.K], "entry": e.id, "family": e.family, "params": e.params}
         print(f"{p}  {e.id}  {json.dumps(e.params, sort_keys=True)}")
-        for label, target in (("library", b.lib_path), ("cublas", "cublas")):
+        for label, target in (("library", b.lib_path), ("cublas", CUBLAS)):
             try:
                 rec[label] = profile(target, p.M, p.N, p.K, a.metrics)
                 print(row(label, rec[label]))

@@ -5,7 +5,7 @@ import shutil
 import pytest
 
 from cudal2.harness.build import build
-from cudal2.harness.profile import profile
+from cudal2.harness.profile import CUBLAS, profile
 
 from .conftest import KERNELS
 
@@ -21,6 +21,6 @@ def test_candidate_profile_names_its_kernel_and_counts_no_tensor_work(cfg):
 
 
 def test_cublas_profile_uses_the_tensor_cores():
-    s = profile("cublas", 1024, 1024, 1024)["summary"]
+    s = profile(CUBLAS, 1024, 1024, 1024)["summary"]
     assert s["n_kernels"] >= 1 and s["duration_ns"] > 0
     assert s["tensor_pipe_pct"] > 0, s

@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 import random
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import cupy as cp
@@ -47,6 +48,17 @@ class Failed(Exception):
     def __init__(self, stage: Stage, reason: str, fault: Fault | None = None):
         super().__init__(reason)
         self.stage, self.reason, self.fault = stage, reason, fault
+
+
+@contextmanager
+def faults(stage: Stage):
+    """A hang past its deadline, or a CUDA error, inside the block fails `stage` with that fault."""
+    try:
+        yield
+    except timing.Hang as e:
+        raise Failed(stage, f"hang: {e}", Fault.HANG) from None
+    except cp.cuda.runtime.CUDARuntimeError as e:
+        raise Failed(stage, f"CUDA error: {e}", Fault.CUDA_ERROR) from None
 
 
 def device() -> DeviceInfo:
@@ -140,21 +152,15 @@ class Judge:
             self.wait(stage, timeout)
 
     def wait(self, stage: Stage, timeout: float) -> None:
-        try:
+        with faults(stage):
             timing.wait(self.stream, timeout)
-        except timing.Hang as e:
-            raise Failed(stage, f"hang: {e}", Fault.HANG) from None
-        except cp.cuda.runtime.CUDARuntimeError as e:
-            raise Failed(stage, f"CUDA error: {e}", Fault.CUDA_ERROR) from None
 
     def drain_device(self, stage: Stage, timeout: float) -> None:
         """Wait for every stream of the device. cudaDeviceSynchronize blocks without a deadline of its
         own, so the deadline is the worker's heartbeat: a hang here is killed and reported as one."""
         beat(stage.value, timeout + 30)
-        try:
+        with faults(stage):
             cp.cuda.runtime.deviceSynchronize()
-        except cp.cuda.runtime.CUDARuntimeError as e:
-            raise Failed(stage, f"CUDA error: {e}", Fault.CUDA_ERROR) from None
 
     # --- stages ------------------------------------------------------------------------------
     def verify(self, p: Problem) -> None:
@@ -253,7 +259,8 @@ class Judge:
                 beat("timing", 600)
                 for c in sets.C:
                     buffers.poison(c)
-                times["offline"] = self.guard_timing(lambda: timing.offline(self.stream, graphs, tc.repeats, timeout))
+                with faults(Stage.TIMING):
+                    times["offline"] = timing.offline(self.stream, graphs, tc.repeats, timeout)
             if "offline" in tc.modes and self.cand:
                 self.check_sets(sets, "offline timed calls", range(nsets))
                 # New contents through the same pointers, then the same graph again.
@@ -267,23 +274,15 @@ class Judge:
             if "server" in tc.modes:
                 flush = cp.empty(int(tc.flush_l2_factor * dev.l2_bytes), dtype=cp.uint8)
                 poison = {"candidate": lambda i: buffers.poison(sets.C[i])}
-                times["server"] = self.guard_timing(lambda: timing.server(
-                    self.stream, run, nsets, tc.server_calls, tc.server_gap_us, flush, timeout, before=poison,
-                    seed=random.getrandbits(32)))
+                with faults(Stage.TIMING):
+                    times["server"] = timing.server(self.stream, run, nsets, tc.server_calls, tc.server_gap_us, flush,
+                                                    timeout, before=poison, seed=random.getrandbits(32))
                 if self.cand:
                     self.check_sets(sets, "server timed calls", range(min(nsets, tc.server_calls)))
             if lt is not None:
                 self.lt_algos = {"heuristic_count": len(lt), "autotune_choice": baselines_autotuned(p)}
                 lt.close()
         return times
-
-    def guard_timing(self, fn):
-        try:
-            return fn()
-        except timing.Hang as e:
-            raise Failed(Stage.TIMING, f"hang: {e}", Fault.HANG) from None
-        except cp.cuda.runtime.CUDARuntimeError as e:
-            raise Failed(Stage.TIMING, f"CUDA error: {e}", Fault.CUDA_ERROR) from None
 
     def make_sets(self, p: Problem, n: int, with_bt: bool) -> Sets:
         s = Sets([], [], [], [], [])

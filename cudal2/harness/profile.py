@@ -37,6 +37,9 @@ from collections.abc import Iterable
 
 DURATION = "gpu__time_duration.sum"
 
+# Profiled in place of a candidate library: cuBLAS itself, for comparison (see profile_target).
+CUBLAS = "cublas"
+
 # Warp-stall reasons, one metric per reason: "warps stalled for <reason> per issued
 # instruction" (the Warp State Statistics section's numbers). `gmma` is Hopper's wgmma wait.
 STALL_REASONS = [
@@ -157,7 +160,7 @@ class ProfileError(RuntimeError):
 
 def ncu_command(lib_path: str, M: int, N: int, K: int, metric_set: str = "default",
                 ncu: str = "ncu") -> list[str]:
-    """The argv that profiles one call of `lib_path` (or of cuBLAS, for "cublas") at M×N×K with
+    """The argv that profiles one call of `lib_path` (or of cuBLAS, for `CUBLAS`) at M×N×K with
     `METRIC_SETS[metric_set]`."""
     try:
         metrics = METRIC_SETS[metric_set]
@@ -173,7 +176,7 @@ def ncu_command(lib_path: str, M: int, N: int, K: int, metric_set: str = "defaul
         "--print-units", "base",
         "--metrics", ",".join(metrics),
         sys.executable, "-m", "cudal2.harness.profile_target",
-        lib_path if lib_path == "cublas" else os.path.abspath(lib_path), str(int(M)), str(int(N)), str(int(K)),
+        lib_path if lib_path == CUBLAS else os.path.abspath(lib_path), str(int(M)), str(int(N)), str(int(K)),
     ]
 
 

@@ -19,6 +19,7 @@ import sys
 import cupy as cp
 
 from cudal2.harness.loader import load_candidate
+from cudal2.harness.profile import CUBLAS
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) != 4:
         sys.exit("usage: python -m cudal2.harness.profile_target LIB.so|cublas M N K")
     lib, (M, N, K) = args[0], (int(x) for x in args[1:])
-    cand = None if lib == "cublas" else load_candidate(lib)
+    cand = None if lib == CUBLAS else load_candidate(lib)
     ws_bytes = cand.workspace_bytes(M, N, K) if cand else 0
 
     stream = cp.cuda.Stream(non_blocking=True)
