@@ -14,7 +14,6 @@ $OUT/check_<family>.json (or --out). Exits non-zero when any rendered point fail
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import os
 import random
@@ -28,17 +27,10 @@ sys.path.insert(0, str(ROOT))
 
 from cudal2.config import Config  # noqa: E402
 from cudal2.harness.evaluate import Candidate, Evaluator  # noqa: E402
-from cudal2.kernels.family import Family, Limits, Params  # noqa: E402
+from cudal2.kernels.family import Family, Limits, Params, get_family  # noqa: E402
 from cudal2.problem import Problem, parse_mnk  # noqa: E402
 
 SHAPES = "4096x4096x4096,128x4096x4096,257x136x1032,64x64x8192,1024x1024x1024"
-
-
-def load_family(name: str) -> Family:
-    """The family by name; imports only its own module, so a missing sibling family is no problem."""
-    importlib.import_module(f"cudal2.kernels.{name}")
-    from cudal2.kernels.family import _registry
-    return _registry[name]
 
 
 def pick(f: Family, p: Problem, lim: Limits, n: int, seed: int) -> list[Params]:
@@ -89,7 +81,7 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", ".")) / "check.json")
     a = ap.parse_args()
 
-    f = load_family(a.family)
+    f = get_family(a.family)
     lim = Limits()
     cfg = Config.load(build={"cache_dir": tempfile.mkdtemp(prefix="cudal2-check-")},
                       timing={"modes": a.modes.split(",")})
@@ -111,7 +103,7 @@ def main() -> int:
             params = {c.name: x for c, x in zip(cands, pts)}
 
             def show(r) -> None:
-                res = next((v for k, v in (r.build.get("resources") or {}).items() if "hgemm" in k or "gemm" in k), {})
+                res = next((v for k, v in (r.build.get("resources") or {}).items() if "gemm" in k), {})
                 sp = r.speedup.get(mode, {}).get("vendor_best") if r.ok else None
                 tf = r.tflops.get(mode) if r.ok else None
                 row = {"shape": str(p), "name": r.name, "params": params[r.name], "ok": r.ok, "stage": r.stage.value,

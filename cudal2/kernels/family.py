@@ -40,6 +40,11 @@ class Limits:
 Params = dict[str, Any]
 
 
+def cdiv(a: int, b: int) -> int:
+    """Ceiling division (tiles needed to cover `a` in steps of `b`)."""
+    return -(-a // b)
+
+
 class Family:
     name: str = ""
     template: str = ""               # file in cudal2/kernels/templates/

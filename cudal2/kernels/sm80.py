@@ -21,17 +21,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from cudal2.kernels.family import Family, Limits, Params, register
+from cudal2.kernels.family import Family, Limits, Params, cdiv, register
 from cudal2.problem import Problem
 
 MAX_REGS = 255
 REG_OVERHEAD = 40            # addresses, loop counters, predicates beyond accumulators and fragments
 MAX_LOADS_PER_THREAD = 16    # cp.async chunks per thread per stage (A + B)
 MAX_WORKSPACE = 1 << 30      # split-K partials larger than this are never worth it
-
-
-def _cdiv(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 class Sm80(Family):
@@ -58,14 +54,14 @@ class Sm80(Family):
         MI, NI = WM // 16, WN // 8
         pipe = STAGES * (BM + BN) * BK * 2
         epi = BM * (BN + 8) * 2 if SPLIT_K == 1 else 0
-        tiles_m, tiles_n, ktiles = _cdiv(p.M, BM), _cdiv(p.N, BN), _cdiv(p.K, BK)
+        tiles_m, tiles_n, ktiles = cdiv(p.M, BM), cdiv(p.N, BN), cdiv(p.K, BK)
         regs = WM * WN // 32 + 2 * (MI * 4 + NI * 2) + REG_OVERHEAD
         return {
             "THREADS": threads, "WM": WM, "WN": WN, "MI": MI, "NI": NI,
             "PIPE_BYTES": pipe, "EPI_BYTES": epi, "SMEM_BYTES": max(pipe, epi),
             "TILES_M": tiles_m, "TILES_N": tiles_n, "KTILES": ktiles, "CTAS": tiles_m * tiles_n * SPLIT_K,
             "KTILES_PER_SPLIT": ktiles // SPLIT_K,   # the shortest split
-            "LOADS_PER_THREAD": _cdiv(BM * BK // 8, threads) + _cdiv(BN * BK // 8, threads),
+            "LOADS_PER_THREAD": cdiv(BM * BK // 8, threads) + cdiv(BN * BK // 8, threads),
             "REGS_EST": regs,
             "WORKSPACE_BYTES": SPLIT_K * p.M * p.N * 4 if SPLIT_K > 1 else 0,
         }
@@ -89,7 +85,7 @@ class Sm80(Family):
         if d["SMEM_BYTES"] > lim.smem_per_block:
             return (f"shared memory {d['SMEM_BYTES']} B (pipeline {d['PIPE_BYTES']}, epilogue {d['EPI_BYTES']}) "
                     f"exceeds {lim.smem_per_block} B per block")
-        if BM > 2 * _cdiv(p.M, 64) * 64 or BN > 2 * _cdiv(p.N, 64) * 64:
+        if BM > 2 * cdiv(p.M, 64) * 64 or BN > 2 * cdiv(p.N, 64) * 64:
             return f"tile {BM}x{BN} is far larger than the {p.M}x{p.N} output"
         if SPLIT_K > 1:
             if p.K // SPLIT_K < BK:
@@ -125,10 +121,10 @@ class Sm80(Family):
     STAGE_COST = 0.02
     LAUNCH_S = 2.5e-6
 
-    def occupancy(self, params: Params, p: Problem, lim: Limits) -> int:
-        d = self.context(params, p)
+    def occupancy(self, d: dict[str, Any], lim: Limits) -> int:
+        """CTAs of one SM at a time, from the derived constants `d` (see `context`)."""
         by_smem = (lim.smem_per_block + 1024) // (d["SMEM_BYTES"] + 1024)
-        by_regs = lim.regs_per_sm // (min(MAX_REGS, _cdiv(d["REGS_EST"], 8) * 8) * d["THREADS"])
+        by_regs = lim.regs_per_sm // (min(MAX_REGS, cdiv(d["REGS_EST"], 8) * 8) * d["THREADS"])
         by_threads = 2048 // d["THREADS"]
         return max(1, min(by_smem, by_regs, by_threads, 32))
 
@@ -136,16 +132,16 @@ class Sm80(Family):
         d = self.context(params, p)
         BM, BN, BK, STAGES, SPLIT_K = params["BM"], params["BN"], params["BK"], params["STAGES"], params["SPLIT_K"]
         ctas = d["CTAS"]
-        per_sm = _cdiv(ctas, lim.sm_count)                    # CTAs on the busiest SM
-        r = min(self.occupancy(params, p, lim), per_sm)       # resident together
+        per_sm = cdiv(ctas, lim.sm_count)                    # CTAs on the busiest SM
+        r = min(self.occupancy(d, lim), per_sm)       # resident together
         eff = (min(1.0, (BM * BN / (BM + BN)) / 80) ** 0.7                     # block tile intensity
                * min(1.0, (d["WM"] * d["WN"] / (d["WM"] + d["WN"])) / 32) ** 0.5   # warp tile intensity
                * min(1.0, r * d["THREADS"] / 32 / 8) ** 0.3)                    # warps to switch between
         mma_s = 2 * BM * BN * BK / (self.SM_TFLOPS * 1e12 * eff)             # one K tile, SM to itself
         load_s = (BM + BN) * self.ROW_S
         period = max(r * mma_s, r * load_s, (self.LATENCY_S + mma_s) / (STAGES - 1)) + self.BARRIER_S
-        nkt = _cdiv(d["KTILES"], SPLIT_K)
-        t = _cdiv(per_sm, r) * (nkt * period + self.CTA_FIXED_S)
+        nkt = cdiv(d["KTILES"], SPLIT_K)
+        t = cdiv(per_sm, r) * (nkt * period + self.CTA_FIXED_S)
         t = max(t, p.min_bytes / (self.DRAM_TBPS * 1e12)) + self.LAUNCH_S
         if SPLIT_K > 1:
             t += (2 * d["WORKSPACE_BYTES"] + 2 * p.M * p.N) / (self.DRAM_TBPS * 1e12) + self.LAUNCH_S

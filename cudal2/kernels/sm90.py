@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from cudal2.kernels.family import Family, Limits, Params, register
+from cudal2.kernels.family import Family, Limits, Params, cdiv, register
 from cudal2.problem import Problem
 
 # CUTLASS's sm90 shared-memory capacity (227 KB), used by StageCountAutoCarveout whatever the device.
@@ -38,12 +38,8 @@ MIN_STAGES = 3
 MIN_ITERS_PER_SK_UNIT = 8        # CUTLASS stream-K: fewer k-tiles per output tile -> data-parallel
 
 
-def _cdiv(a: int, b: int) -> int:
-    return -(-a // b)
-
-
 def _round_up(a: int, b: int) -> int:
-    return _cdiv(a, b) * b
+    return cdiv(a, b) * b
 
 
 class Sm90(Family):
@@ -109,8 +105,8 @@ class Sm90(Family):
     @staticmethod
     def blocks(x: Params, p: Problem) -> tuple[int, int]:
         """CTA tiles along M and N, rounded up to whole clusters (as CUTLASS launches them)."""
-        return (_round_up(_cdiv(p.M, x["TILE_M"]), x["CLUSTER_M"]),
-                _round_up(_cdiv(p.N, x["TILE_N"]), x["CLUSTER_N"]))
+        return (_round_up(cdiv(p.M, x["TILE_M"]), x["CLUSTER_M"]),
+                _round_up(cdiv(p.N, x["TILE_N"]), x["CLUSTER_N"]))
 
     @staticmethod
     def log_swizzle(bm: int, bn: int, swizzle: int) -> int:
@@ -125,10 +121,9 @@ class Sm90(Family):
         return 0
 
     @staticmethod
-    def ctas_per_wave(x: Params, tiles: int, lim: Limits, truncate: bool = True) -> int:
+    def ctas_per_wave(x: Params, lim: Limits) -> int:
         """Persistent grid size: sm_count, less the SMs a cluster cannot fill in each 18-SM GPC
-        (CUTLASS's get_max_cta_occupancy); the static scheduler truncates it to the tile count,
-        stream-K does not."""
+        (CUTLASS's get_max_cta_occupancy), before any truncation to the tile count."""
         cs = x["CLUSTER_M"] * x["CLUSTER_N"]
         if cs == 1:
             ctas = lim.sm_count
@@ -136,7 +131,7 @@ class Sm90(Family):
             gpcs = 1 if lim.sm_count < 18 else lim.sm_count // 18
             rest = 0 if lim.sm_count < 18 else lim.sm_count % 18
             ctas = min(lim.sm_count, gpcs * (18 - 18 % cs) + rest - rest % cs)
-        return min(ctas, tiles) if truncate else ctas
+        return ctas
 
     @classmethod
     def streamk_tiles(cls, x: Params, p: Problem, lim: Limits) -> int:
@@ -145,9 +140,9 @@ class Sm90(Family):
         bm, bn = cls.blocks(x, p)
         s = 1 << cls.log_swizzle(bm, bn, x["SWIZZLE"])
         tiles = _round_up(bm, s * x["CLUSTER_M"]) * _round_up(bn, s * x["CLUSTER_N"])
-        wave = cls.ctas_per_wave(x, tiles, lim, truncate=False)
-        k_tiles = _cdiv(p.K, x["TILE_K"])
-        full, total = tiles // wave, _cdiv(tiles, wave)
+        wave = cls.ctas_per_wave(x, lim)
+        k_tiles = cdiv(p.K, x["TILE_K"])
+        full, total = tiles // wave, cdiv(tiles, wave)
         if full == total or k_tiles <= MIN_ITERS_PER_SK_UNIT:
             return 0
         if 2 * (tiles - full * wave) >= wave:
@@ -200,10 +195,10 @@ class Sm90(Family):
             return f"TILE_N={tn} is far larger than N={p.N} (at least half the tile is padding)"
         if tk > 64 and p.K <= 64:
             return f"TILE_K={tk} with K={p.K}: half of every k-tile is padding"
-        if cm > 1 and _cdiv(p.M, tm) < cm:
-            return f"cluster of {cm} along M but only {_cdiv(p.M, tm)} tile(s) along M: an idle CTA per cluster"
-        if cn > 1 and _cdiv(p.N, tn) < cn:
-            return f"cluster of {cn} along N but only {_cdiv(p.N, tn)} tile(s) along N: an idle CTA per cluster"
+        if cm > 1 and cdiv(p.M, tm) < cm:
+            return f"cluster of {cm} along M but only {cdiv(p.M, tm)} tile(s) along M: an idle CTA per cluster"
+        if cn > 1 and cdiv(p.N, tn) < cn:
+            return f"cluster of {cn} along N but only {cdiv(p.N, tn)} tile(s) along N: an idle CTA per cluster"
         bm, bn = self.blocks(x, p)
         used = self.log_swizzle(bm, bn, x["SWIZZLE"])
         if (1 << used) != x["SWIZZLE"]:
@@ -214,7 +209,7 @@ class Sm90(Family):
         split = x["SPLIT_K"]
         if split > 1 and x["SCHEDULER"] != "streamk":
             return "split-K runs on CUTLASS's stream-K scheduler: needs SCHEDULER=streamk"
-        if split > 1 and _cdiv(p.K, tk) // split < 2:
+        if split > 1 and cdiv(p.K, tk) // split < 2:
             return (f"SPLIT_K={split} leaves fewer than 2 k-tiles of {tk} per slice of K={p.K} "
                     "(CUTLASS lowers the split count: duplicate)")
         if x["SCHEDULER"] == "streamk" and split == 1 and self.streamk_tiles(x, p, lim) == 0:
@@ -229,7 +224,7 @@ class Sm90(Family):
         tm, tn, tk = x["TILE_M"], x["TILE_N"], x["TILE_K"]
         cs = x["CLUSTER_M"] * x["CLUSTER_N"]
         coop = x["SCHEDULE"] == "cooperative"
-        tiles_m, tiles_n = _cdiv(p.M, tm), _cdiv(p.N, tn)
+        tiles_m, tiles_n = cdiv(p.M, tm), cdiv(p.N, tn)
         tiles = tiles_m * tiles_n
         # Useful fraction of the computed tiles (edge padding).
         pad = (p.M * p.N) / (tiles_m * tm * tiles_n * tn)
@@ -244,7 +239,7 @@ class Sm90(Family):
         # memory-bound problems.
         split = x["SPLIT_K"]
         units = tiles * split
-        wave = max(1, self.ctas_per_wave(x, units, lim, truncate=False))
+        wave = max(1, self.ctas_per_wave(x, lim))
         waves = units / wave
         wave_eff = math.sqrt(waves / math.ceil(waves))
         if split > 1:
@@ -263,7 +258,7 @@ class Sm90(Family):
         # Pipeline depth: fewer stages than fit leaves TMA latency exposed (ping-pong 128x128 with 4
         # stages instead of 6 lost 10-20%); TILE_K=128 leaves only 3.
         st, auto = self.stages(x), self.auto_stages(x)
-        k_tiles = _cdiv(p.K, tk) // split
+        k_tiles = cdiv(p.K, tk) // split
         pipe = {2: 0.9, 3: 0.95}.get(min(st, k_tiles), 1.0) * (0.95 ** max(0, min(auto, 6) - st))
         k_wide = 1.0 if tk == 64 else 0.9
         # Ping-pong with 128-row tiles overlaps one warpgroup's epilogue with the other's mainloop:
