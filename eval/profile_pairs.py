@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from cudal2.config import Config  # noqa: E402
 from cudal2.harness.build import build  # noqa: E402
 from cudal2.harness.profile import CUBLAS, ProfileError, profile  # noqa: E402
-from cudal2.library import Library  # noqa: E402
+from cudal2.library import load  # noqa: E402
 from cudal2.problem import parse_mnk  # noqa: E402
 
 
@@ -47,7 +47,7 @@ def main() -> int:
     ap.add_argument("-c", "--config", help="cudal2 TOML config (its [build] section: cache, flags)")
     a = ap.parse_args()
     cfg = Config.load(a.config) if a.config else Config()
-    lib = Library(Path(a.root) / a.arch)
+    lib = load(a.root, a.arch)
     out = []
     for text in a.shapes:
         p = parse_mnk(text)
@@ -55,7 +55,7 @@ def main() -> int:
         if e is None:
             print(f"{p}: no library entry; skipped")
             continue
-        b = build((Path(a.root) / a.arch / e.source).read_text(), cfg.build)
+        b = build((lib.folder / e.source).read_text(), cfg.build)
         if not b.ok:
             print(f"{p}: {e.id} does not build: {b.reason}")
             continue

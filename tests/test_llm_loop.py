@@ -3,7 +3,6 @@ prompts are rendered with retrieval, completions are parsed, failures are record
 and every completion lands in the JSONL trace. The tiny model writes nonsense, which is the point:
 its proposals must cost only themselves."""
 
-import json
 
 import pandas as pd
 import pytest

@@ -3,10 +3,6 @@
 Candidates here fail at policy or build, which needs no GPU; the engine, population and store
 are the real ones."""
 
-import random
-
-import pytest
-
 from cudal2.harness.evaluate import Evaluator
 from cudal2.harness.store import Store
 from cudal2.problem import Problem

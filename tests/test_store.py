@@ -1,7 +1,5 @@
 """Results persist as they arrive, and a rerun resumes instead of re-evaluating."""
 
-import sqlite3
-
 import pytest
 
 from cudal2.harness import evaluate as ev_mod

@@ -12,7 +12,7 @@ from pathlib import Path
 from cudal2.library.manifest import Entry, LibraryError
 from cudal2.library.runtime import Library
 
-__all__ = ["Entry", "Library", "LibraryError", "load", "matmul", "default_root", "current_arch"]
+__all__ = ["Entry", "Library", "LibraryError", "load", "folder", "matmul", "default_root", "current_arch"]
 
 _default: Library | None = None
 _lock = threading.Lock()
@@ -30,9 +30,13 @@ def current_arch() -> str:
     return f"sm{major}{minor}"
 
 
+def folder(root: str | Path | None = None, arch: str | None = None) -> Path:
+    """The library folder for `arch` (default: this GPU's) under `root` (default: `default_root()`)."""
+    return (Path(root) if root else default_root()) / (arch or current_arch())
+
+
 def load(root: str | Path | None = None, arch: str | None = None) -> Library:
-    root = Path(root) if root else default_root()
-    return Library(root / (arch or current_arch()))
+    return Library(folder(root, arch))
 
 
 def matmul(A, B):

@@ -17,22 +17,28 @@ process: library entries are winners the harness already judged.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import warnings
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from cudal2.config import BuildConfig
 from cudal2.library import manifest
 from cudal2.library.manifest import Entry, LibraryError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 class Library:
     def __init__(self, folder: Path, build_cfg: BuildConfig | None = None):
         self.folder = Path(folder)
         self.entries = manifest.read(self.folder)
+        # Dispatch runs on every call: index the entries by (N, K), the part of a shape that must match.
+        self._by_nk: dict[tuple[int, int], list[Entry]] = {}
+        for e in self.entries:
+            self._by_nk.setdefault((e.N, e.K), []).append(e)
         self.build_cfg = build_cfg or BuildConfig()
         self._loaded: dict[str, Any] = {}
         self._disabled: dict[str, str] = {}
@@ -40,7 +46,8 @@ class Library:
 
     # --- what is in it -----------------------------------------------------------------------
     @property
-    def table(self) -> pd.DataFrame:
+    def table(self) -> "pd.DataFrame":
+        import pandas as pd  # only here: `import cudal2` and dispatch stay free of pandas
         rows = []
         for e in self.entries:
             m = e.measured
@@ -51,11 +58,9 @@ class Library:
         return pd.DataFrame(rows)
 
     def lookup(self, M: int, N: int, K: int) -> Entry | None:
-        exact = [e for e in self.entries if e.m_range is None and e.covers(M, N, K) and e.id not in self._disabled]
-        if exact:
-            return max(exact, key=lambda e: e.score)
-        ranged = [e for e in self.entries if e.m_range is not None and e.covers(M, N, K) and e.id not in self._disabled]
-        return max(ranged, key=lambda e: e.score) if ranged else None
+        """The best-scoring enabled entry for the exact shape, else the best whose M-range covers M."""
+        cands = [e for e in self._by_nk.get((N, K), ()) if e.covers(M, N, K) and e.id not in self._disabled]
+        return max(cands, key=lambda e: (e.m_range is None, e.score), default=None)
 
     def disabled(self) -> dict[str, str]:
         return dict(self._disabled)
@@ -68,8 +73,8 @@ class Library:
             from cudal2.harness.build import build, nvcc_version
             from cudal2.harness.loader import load_candidate
             source = (self.folder / e.source).read_text()
-            cfg = BuildConfig(**{**self.build_cfg.__dict__, "flags": list(e.build.get("flags", self.build_cfg.flags)),
-                                 "archs": list(e.build.get("archs", self.build_cfg.archs))})
+            cfg = dataclasses.replace(self.build_cfg, flags=list(e.build.get("flags", self.build_cfg.flags)),
+                                      archs=list(e.build.get("archs", self.build_cfg.archs)))
             b = build(source, cfg)
             if not b.ok:
                 raise LibraryError(f"{e.id}: build failed: {b.reason}")

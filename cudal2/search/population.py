@@ -73,10 +73,6 @@ class Population:
         except sqlite3.IntegrityError:
             return None
 
-    def seen(self, p: Problem, source: str) -> bool:
-        return self.db.execute("SELECT 1 FROM candidates WHERE shape=? AND norm_hash=?",
-                               (str(p), normalized_hash(source))).fetchone() is not None
-
     def record(self, member_id: int, ok: bool, stage: str, score: float | None, reason: str = "") -> None:
         with self.db:
             self.db.execute("UPDATE candidates SET status='done', ok=?, stage=?, score=?, reason=? WHERE id=?",

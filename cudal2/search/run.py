@@ -13,7 +13,6 @@ Does not: hold any search logic (see `engine.py`).
 
 from __future__ import annotations
 
-from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
@@ -22,7 +21,7 @@ from cudal2.config import Config
 from cudal2.harness.evaluate import Evaluator
 from cudal2.harness.store import Store
 from cudal2.kernels import Limits, get_family
-from cudal2.library import Library, default_root
+from cudal2.library import Library, folder
 from cudal2.problem import Problem
 from cudal2.search.engine import Search
 from cudal2.llm.base import make_backend
@@ -30,10 +29,6 @@ from cudal2.retrieval import corpus
 from cudal2.retrieval.index import Retriever
 from cudal2.search.llm_proposer import LLMProposer
 from cudal2.search.proposers import TemplateProposer
-
-
-def library_dir(cfg: Config, arch: str) -> Path:
-    return (Path(cfg.library.root) if cfg.library.root else default_root()) / arch
 
 
 def run_prebuild(problems: list[Problem], cfg: Config, console: Console) -> int:
@@ -64,9 +59,9 @@ def run_generate(problems: list[Problem], cfg: Config, gpu: str, console: Consol
             return 2
         d = o.value
         limits = Limits(sm_count=d["sm_count"], smem_per_block=d["smem_per_block_optin"], cc=tuple(d["cc"]))
-        arch = f"sm{d['cc'][0]}{d['cc'][1]}"
+        lib_dir = folder(cfg.library.root, f"sm{d['cc'][0]}{d['cc'][1]}")
         if missing_only:
-            have = Library(library_dir(cfg, arch))
+            have = Library(lib_dir)
             skipped = [p for p in problems if have.lookup(p.M, p.N, p.K) is not None]
             problems = [p for p in problems if p not in skipped]
             console.print(f"--missing-only: {len(skipped)} shapes already in the library, {len(problems)} to search")
@@ -76,15 +71,15 @@ def run_generate(problems: list[Problem], cfg: Config, gpu: str, console: Consol
         if llm is None:
             console.print(f"proposers: template ({', '.join(f.name for f in fams)}); no LLM configured (--llm or [llm] backend).")
         else:
-            retriever = Retriever.from_config(corpus.build(library_dir(cfg, arch)), cfg.llm)
+            retriever = Retriever.from_config(corpus.build(lib_dir), cfg.llm)
             proposers[0].share = 1 - cfg.llm.share
             lp = LLMProposer(llm, cfg, store, gpu, d, retriever)
             lp.share = cfg.llm.share
             proposers.append(lp)
             console.print(f"proposers: template ({', '.join(f.name for f in fams)}) and LLM {llm.name} "
                           f"({cfg.llm.output_mode} files, {cfg.llm.samples} samples per prompt); trace: {cfg.llm.trace}")
-        console.print(f"GPU: {d['name']} ({d['sm_count']} SMs). Results: {cfg.run.db}. Library: {library_dir(cfg, arch)}")
-        search = Search(cfg, store, ev, proposers, library_dir(cfg, arch), console)
+        console.print(f"GPU: {d['name']} ({d['sm_count']} SMs). Results: {cfg.run.db}. Library: {lib_dir}")
+        search = Search(cfg, store, ev, proposers, lib_dir, console)
         outcomes = search.run(problems)
     finally:
         ev.close()
