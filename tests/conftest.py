@@ -38,3 +38,18 @@ def fast_cfg() -> Config:
 
 def expected_bad() -> dict:
     return json.loads((KERNELS / "bad" / "EXPECTED.json").read_text())
+
+
+@pytest.fixture(scope="session")
+def tiny_model_path(tmp_path_factory) -> str:
+    """A tiny random-weight Llama and a tokenizer trained here, built once per test session."""
+    from .llm_fixtures import tiny_model
+    return tiny_model(tmp_path_factory.mktemp("tiny-llm"))
+
+
+@pytest.fixture(scope="session")
+def hf(tiny_model_path):
+    """The hf backend over the tiny model (loaded once, shared by the backend and search-loop tests)."""
+    from cudal2.config import LLMConfig
+    from cudal2.llm.base import make_backend
+    return make_backend(LLMConfig(backend=f"hf:{tiny_model_path}"))

@@ -16,20 +16,9 @@ import pytest
 from cudal2.config import LLMConfig
 from cudal2.llm.base import Backend, LLMError, make_backend
 
-from .llm_fixtures import tiny_model
 
 CHAT = [{"role": "system", "content": "You write CUDA kernels."},
         {"role": "user", "content": "Write an HGEMM kernel for M=N=K=4096."}]
-
-
-@pytest.fixture(scope="session")
-def tiny_model_path(tmp_path_factory) -> str:
-    return tiny_model(tmp_path_factory.mktemp("tiny-llm"))
-
-
-@pytest.fixture(scope="session")
-def hf(tiny_model_path):
-    return make_backend(LLMConfig(backend=f"hf:{tiny_model_path}"))
 
 
 @pytest.fixture

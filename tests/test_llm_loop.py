@@ -7,10 +7,8 @@ its proposals must cost only themselves."""
 import pandas as pd
 import pytest
 
-from cudal2.config import LLMConfig
 from cudal2.harness.evaluate import Evaluator
 from cudal2.harness.store import Store
-from cudal2.llm.base import make_backend
 from cudal2.problem import Problem
 from cudal2.retrieval import corpus
 from cudal2.retrieval.index import Retriever
@@ -18,26 +16,19 @@ from cudal2.search.engine import Search
 from cudal2.search.llm_proposer import LLMProposer
 from cudal2.search.population import Population
 
-from .llm_fixtures import tiny_model
 
 P = Problem(128, 256, 512)
 H100 = {"name": "NVIDIA H100 80GB HBM3", "sm_count": 132, "l2_bytes": 50 << 20, "smem_per_block_optin": 232448,
         "max_sm_clock_mhz": 1980, "peak_flops": 1.07e15, "peak_bytes_per_s": 3.35e12}
 
 
-@pytest.fixture(scope="module")
-def backend(tmp_path_factory):
-    path = tiny_model(tmp_path_factory.mktemp("tiny"))
-    return make_backend(LLMConfig(backend=f"hf:{path}"))
-
-
 @pytest.fixture
-def search(cfg, backend, tmp_path):
+def search(cfg, hf, tmp_path):
     cfg.llm.samples, cfg.llm.max_tokens, cfg.llm.trace = 2, 24, str(tmp_path / "trace.jsonl")
     cfg.search.batch, cfg.search.max_candidates = 2, 4
     store = Store(cfg.run.db)
-    retriever = Retriever.from_config(corpus.note_chunks(), cfg.llm)
-    lp = LLMProposer(backend, cfg, store, "", H100, retriever)
+    retriever = Retriever(corpus.note_chunks(), cfg.llm.embedding_model)
+    lp = LLMProposer(hf, cfg, store, "", H100, retriever)
     s = Search(cfg, store, Evaluator(cfg, store), [lp], tmp_path / "lib")
     yield s
     s.ev.close()
@@ -67,9 +58,10 @@ def test_trace_loads_with_datasets(search):
 def test_prompt_carries_retrieval_and_the_last_failures(search):
     search.run([P])
     lp = search.proposers[0]
-    msgs = lp.messages(P, Population(search.cfg.run.db), None)
+    msgs, mode, _ = lp.messages(P, Population(search.cfg.run.db), None)
+    assert mode == "full"  # no parent: the model writes a whole file
     user = msgs[1]["content"]
     assert "128" in user and "256" in user and "512" in user
     failed = [m for m in Population(search.cfg.run.db).members(P, "done") if not m.ok]
     assert failed and failed[-1].reason[:40] in user
-    assert any(c.title in user for c in lp.retrieved(P, None))
+    assert any(c.title in user for c in lp.retrieved(P))

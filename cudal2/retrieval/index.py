@@ -84,11 +84,6 @@ class Retriever:
         self._encoder = None
         self._embeddings: np.ndarray | None = None
 
-    @classmethod
-    def from_config(cls, chunks: Sequence[Chunk], llm) -> "Retriever":
-        """`llm` is the config's `LLMConfig`; only `embedding_model` is read here."""
-        return cls(chunks, llm.embedding_model)
-
     # ---- scores ----------------------------------------------------------------------------------
 
     def bm25_scores(self, query: str) -> np.ndarray:

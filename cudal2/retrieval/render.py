@@ -41,11 +41,7 @@ def _us(x: Any) -> str:
 
 
 def _num(x: Any) -> str:
-    if isinstance(x, bool) or not isinstance(x, (int, float)):
-        return str(x)
-    if isinstance(x, int):
-        return str(x)
-    return f"{x:.4g}"
+    return f"{x:.4g}" if isinstance(x, float) else str(x)
 
 
 _env = jinja2.Environment(loader=jinja2.FileSystemLoader(PROMPTS), undefined=jinja2.StrictUndefined,

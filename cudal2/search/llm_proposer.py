@@ -101,7 +101,7 @@ class LLMProposer:
                         for mode, rs in r.times.items()}
         return {}
 
-    def retrieved(self, p: Problem, parent_source: str | None) -> list:
+    def retrieved(self, p: Problem) -> list:
         """Technique notes for this kind of shape (BM25), then the library kernel nearest in
         log-shape space, when it fits the token budget."""
         L = self.cfg.llm
@@ -122,21 +122,27 @@ class LLMProposer:
             notes.append(near)
         return notes
 
-    def messages(self, p: Problem, pop: Population, parent: Member | None) -> list[dict[str, str]]:
-        from cudal2.retrieval.render import contract_vars, render_prompt
+    def shared(self, p: Problem, pop: Population) -> dict[str, Any]:
+        """The parts of the task that every parent's prompt in one round shares."""
         d = self.device
-        parent_src = self.store.source(parent.source_hash) if parent else None
-        mode = self.cfg.llm.output_mode if parent_src else "full"
         variants, failures = self.history(pop, p)
-        task = {"shape": {"M": p.M, "N": p.N, "K": p.K},
+        return {"shape": {"M": p.M, "N": p.N, "K": p.K},
                 "gpu": {"name": d["name"], "sm_count": d["sm_count"], "l2_bytes": d["l2_bytes"],
                         "smem_per_block_optin": d["smem_per_block_optin"], "max_sm_clock_mhz": d["max_sm_clock_mhz"],
                         "peak_tflops": d["peak_flops"] / 1e12, "peak_tb_s": d["peak_bytes_per_s"] / 1e12},
                 "floor_us": p.floor_s(d["peak_flops"], d["peak_bytes_per_s"]) * 1e6,
-                "baselines": self.baselines(pop, p), "chunks": self.retrieved(p, parent_src),
-                "history": variants, "failures": failures, "parent": parent_src if mode == "diff" else None,
-                "output_mode": mode}
-        return render_prompt({**contract_vars(self.cfg), "output_mode": mode}, task)
+                "baselines": self.baselines(pop, p), "chunks": self.retrieved(p),
+                "history": variants, "failures": failures}
+
+    def messages(self, p: Problem, pop: Population, parent: Member | None,
+                 shared: dict[str, Any] | None = None) -> tuple[list[dict[str, str]], str, str | None]:
+        """The prompt for `parent` (None: write from scratch), its output mode and the parent's source.
+        `shared` is `self.shared(p, pop)`, computed once per round by `propose`."""
+        from cudal2.retrieval.render import contract_vars, render_prompt
+        parent_src = self.store.source(parent.source_hash) if parent else None
+        mode = self.cfg.llm.output_mode if parent_src else "full"
+        task = {**(shared or self.shared(p, pop)), "parent": parent_src if mode == "diff" else None, "output_mode": mode}
+        return render_prompt({**contract_vars(self.cfg), "output_mode": mode}, task), mode, parent_src
 
     # --- proposing ---------------------------------------------------------------------------
     def propose(self, p: Problem, pop: Population, n: int, rng: random.Random) -> list[Proposal]:
@@ -144,21 +150,17 @@ class LLMProposer:
         prompts = max(1, math.ceil(n / L.samples))
         parents: list[Member | None] = select_parents(pop, p, prompts) or [None]
         out: list[Proposal] = []
+        shared = self.shared(p, pop)
         for parent in parents:
-            msgs = self.messages(p, pop, parent)
+            msgs, mode, parent_src = self.messages(p, pop, parent, shared)
             phash = hashlib.sha256(json.dumps(msgs).encode()).hexdigest()[:16]
-            mode = self.cfg.llm.output_mode if parent is not None else "full"
-            parent_src = self.store.source(parent.source_hash) if parent else None
             for i, text in enumerate(self.backend.propose(msgs, L.samples, L.temperature, L.max_tokens)):
                 meta = {"prompt": msgs, "completion": text, "prompt_hash": phash, "model": self.backend.name,
                         "output_mode": mode}
-                name = f"llm-{phash[:8]}-{i}"
                 try:
                     src = candidate_source(text, mode, parent_src)
                 except ParseError as e:
-                    out.append(Proposal(name, "", self.name, parent.family if parent else "",
-                                        {}, parent.id if parent else None, {**meta, "parse_error": str(e)}))
-                    continue
-                out.append(Proposal(name, src, self.name, parent.family if parent else "", {},
+                    src, meta["parse_error"] = "", str(e)
+                out.append(Proposal(f"llm-{phash[:8]}-{i}", src, self.name, parent.family if parent else "", {},
                                     parent.id if parent else None, meta))
         return out

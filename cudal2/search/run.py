@@ -71,7 +71,7 @@ def run_generate(problems: list[Problem], cfg: Config, gpu: str, console: Consol
         if llm is None:
             console.print(f"proposers: template ({', '.join(f.name for f in fams)}); no LLM configured (--llm or [llm] backend).")
         else:
-            retriever = Retriever.from_config(corpus.build(lib_dir), cfg.llm)
+            retriever = Retriever(corpus.build(lib_dir), cfg.llm.embedding_model)
             proposers[0].share = 1 - cfg.llm.share
             lp = LLMProposer(llm, cfg, store, gpu, d, retriever)
             lp.share = cfg.llm.share
