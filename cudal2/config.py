@@ -69,12 +69,13 @@ class TimingConfig:
     modes: list[str] = _f(["offline", "server"], "Timing modes.", each_choices=["offline", "server"])
     baselines: list[str] = _f(["cublas", "cublaslt", "cublaslt_autotune"], "Baselines timed beside the candidate.",
                               each_choices=["cublas", "cublaslt", "cublaslt_autotune"])
-    repeats: int = _f(15, "Offline: timed graph replays per runner (the median is reported).", ge=3)
+    repeats: int = _f(40, "Offline: timed graph replays per runner, interleaved in rounds (speedups are medians of "
+                          "per-round ratios).", ge=3)
     min_replay_ms: float = _f(1.0, "Offline: each graph replay holds enough calls to last at least this long.", gt=0)
     rotation_l2_factor: float = _f(2.0, "Input sets rotate until their bytes exceed this multiple of L2.", ge=0)
     max_sets: int = _f(512, "Upper bound on rotating input sets (tiny shapes stop here).", ge=1)
     max_graph_calls: int = _f(4096, "Upper bound on calls captured in one offline graph.", ge=1)
-    server_calls: int = _f(40, "Server: individually timed calls per runner.", ge=3)
+    server_calls: int = _f(60, "Server: individually timed calls per runner, interleaved in rounds.", ge=3)
     server_gap_us: float = _f(100.0, "Server: mean idle gap before each call (exponential), in microseconds.", ge=0)
     flush_l2_factor: float = _f(2.0, "Server: the L2 flush writes this multiple of the L2 size.", ge=2.0)
     autotune_k: int = _f(100, "cuBLASLt autotune: how many heuristic algorithms are timed.", ge=1, le=100)

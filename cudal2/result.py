@@ -44,11 +44,13 @@ class Fault(str, Enum):
 
 @dataclass
 class Timing:
-    """One runner's times in one mode, in microseconds."""
+    """One runner's times in one mode, in microseconds. `series_us` holds the samples in the order
+    they were taken: sample i of every runner timed in the same call belongs to the same round."""
 
     median_us: float
     p90_us: float
     samples: int
+    series_us: list[float] = field(default_factory=list)
 
 
 @dataclass

@@ -39,7 +39,7 @@ from cudal2.harness.device import DeviceInfo, probe, sm_clock_mhz
 from cudal2.harness.loader import LoadError, load_candidate
 from cudal2.harness.worker import beat
 from cudal2.problem import Problem
-from cudal2.result import Fault, Stage
+from cudal2.result import Fault, Stage, Timing
 
 _device: DeviceInfo | None = None
 
@@ -359,20 +359,25 @@ def summarize(p: Problem, times: dict, dev: DeviceInfo, cfg: Config) -> dict:
            "speedup": {}, "tflops": {}, "floor_fraction": {}}
     for mode, rs in times.items():
         cand = rs["candidate"].median_us
-        base = {r: t.median_us for r, t in rs.items() if r != "candidate"}
+        # A composite baseline is the runner with the lowest median; the speedup against it is paired.
+        base = {r: t for r, t in rs.items() if r != "candidate"}
         if "cublas_tn" in base:
-            base["cublas"] = min(base["cublas_tn"], base["cublas_nn"])
+            base["cublas"] = _fastest(base["cublas_tn"], base["cublas_nn"])
             if "cublaslt" in base:  # what a user gets without autotuning: the search's yardstick
-                base["vendor_default"] = min(base["cublas"], base["cublaslt"])
+                base["vendor_default"] = _fastest(base["cublas"], base["cublaslt"])
         if base:
-            base["vendor_best"] = min(base.values())
-        res["speedup"][mode] = {r: t / cand for r, t in base.items()}
+            base["vendor_best"] = _fastest(*base.values())
+        res["speedup"][mode] = {r: timing.paired_speedup(t, rs["candidate"]) for r, t in base.items()}
         res["tflops"][mode] = p.flops / (cand * 1e-6) / 1e12
         res["floor_fraction"][mode] = floor / (cand * 1e-6)
     res["gpu"] = {"name": dev.name, "driver": dev.driver, "cc": list(dev.cc), "sm_count": dev.sm_count,
                   "sm_clock_mhz_after": sm_clock_mhz(dev.index), "max_sm_clock_mhz": dev.max_sm_clock_mhz,
                   "peak_tflops": dev.peak_flops / 1e12, "peak_tb_s": dev.peak_bytes_per_s / 1e12}
     return res
+
+
+def _fastest(*ts: Timing) -> Timing:
+    return min(ts, key=lambda t: t.median_us)
 
 
 def baselines_job(M: int, N: int, K: int, cfg: Config) -> dict:

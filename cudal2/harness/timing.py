@@ -13,6 +13,10 @@ Guarantees:
 - in both modes the GPU is kept busy (a sleeping one-thread kernel) while the timed work is
   enqueued, so no start event fires before its call is in the queue.
 - every wait has a deadline; a runner still busy past it raises `Hang`.
+- `paired_speedup` compares two runners round by round (the median of per-round ratios), so a
+  clock or power state shared by the runners of a round cancels out. Ratios of medians do not:
+  under sustained load the H100 swings between power states (replays of one kernel at 4096^3 split
+  into ~188 and ~209 us), and two runners' medians can land in different modes.
 
 Does not: check outputs (the judge does), choose input sets, or use host clocks for timing.
 """
@@ -100,7 +104,16 @@ def spin(stream: cp.cuda.Stream, us: float) -> None:
 
 def _stats(samples_us: list[float]) -> Timing:
     a = np.asarray(samples_us)
-    return Timing(median_us=float(np.median(a)), p90_us=float(np.percentile(a, 90)), samples=len(a))
+    return Timing(median_us=float(np.median(a)), p90_us=float(np.percentile(a, 90)), samples=len(a),
+                  series_us=[float(x) for x in a])
+
+
+def paired_speedup(base: Timing, cand: Timing) -> float:
+    """base / cand as the median of per-round ratios; the ratio of medians when the two were not
+    timed in the same rounds (series missing or of different lengths)."""
+    if base.series_us and len(base.series_us) == len(cand.series_us):
+        return float(np.median(np.asarray(base.series_us) / np.asarray(cand.series_us)))
+    return base.median_us / cand.median_us
 
 
 def capture(stream: cp.cuda.Stream, runner: Runner, calls: list[int]) -> cp.cuda.Graph:
