@@ -65,3 +65,23 @@ def test_prompt_carries_retrieval_and_the_last_failures(search):
     failed = [m for m in Population(search.cfg.run.db).members(P, "done") if not m.ok]
     assert failed and failed[-1].reason[:40] in user
     assert any(c.title in user for c in lp.retrieved(P))
+
+
+def _kernel(kind, shape, name):
+    return corpus.make_chunk(f"{kind}/{name}", "// kernel " + name, f"{kind} {name}", kind, {"shape": list(shape)})
+
+
+def test_retrieval_adds_the_nearest_library_kernel_other_than_this_shapes(cfg):
+    chunks = corpus.note_chunks() + [_kernel("library", (P.M, P.N, P.K), "self"),
+                                     _kernel("library", (128, 256, 1024), "near"),
+                                     _kernel("library", (4096, 4096, 4096), "far"), _kernel("seed", (128, 256, 512), "s")]
+    lp = LLMProposer(None, cfg, Store(cfg.run.db), "", H100, Retriever(chunks, ""))
+    kernels = [c.id for c in lp.retrieved(P) if c.kind != "note"]
+    assert kernels == ["library/near"]
+
+
+def test_retrieval_falls_back_to_the_nearest_seed_without_a_library(cfg):
+    chunks = corpus.note_chunks() + [_kernel("seed", (4096, 4096, 4096), "big"), _kernel("seed", (128, 4096, 4096), "thin")]
+    lp = LLMProposer(None, cfg, Store(cfg.run.db), "", H100, Retriever(chunks, ""))
+    kernels = [c.id for c in lp.retrieved(Problem(64, 4096, 4096)) if c.kind != "note"]
+    assert kernels == ["seed/thin"]

@@ -14,7 +14,7 @@ from cudal2.harness import policy
 from cudal2.library import manifest
 from cudal2.library.manifest import Entry
 from cudal2.retrieval import corpus, render
-from cudal2.retrieval.corpus import Chunk, library_neighbors, make_chunk
+from cudal2.retrieval.corpus import Chunk, log_shape_distance, make_chunk
 from cudal2.retrieval.index import Retriever, tokenize
 
 
@@ -154,22 +154,17 @@ def test_library_chunk_has_source_under_measured_header(tmp_path):
     assert "score 1.070" in head and "offline speedup: cublas 1.070x" in head and body == src
 
 
-# ---- library neighbours ---------------------------------------------------------------------------
+# ---- shape distance --------------------------------------------------------------------------------
 
-def test_library_neighbors_order_by_log_shape_distance():
-    es = [_entry("far", 64, 64, 64), _entry("near", 4096, 4096, 2048), _entry("exact", 4096, 4096, 4096),
-          _entry("mid", 1024, 4096, 4096)]
-    assert [e.id for e in library_neighbors(es, 4096, 4096, 4096, 3)] == ["exact", "near", "mid"]
-
-
-def test_library_neighbors_m_range_covering_m_is_zero_along_m():
-    es = [_entry("range", None, 4096, 4096, m_range=[1, 512]), _entry("point", 256, 4096, 4096)]
-    assert [e.id for e in library_neighbors(es, 100, 4096, 4096, 2)] == ["range", "point"]
+def test_log_shape_distance_orders_by_log_shape():
+    shapes = {"far": (64, 64, 64), "near": (4096, 4096, 2048), "exact": (4096, 4096, 4096), "mid": (1024, 4096, 4096)}
+    order = sorted(shapes, key=lambda n: log_shape_distance(shapes[n], None, 4096, 4096, 4096))
+    assert order == ["exact", "near", "mid", "far"]
 
 
-def test_library_neighbors_tie_goes_to_higher_score():
-    es = [_entry("lo", 2048, 4096, 4096, score=1.0), _entry("hi", 8192, 4096, 4096, score=1.2)]
-    assert library_neighbors(es, 4096, 4096, 4096, 1)[0].id == "hi"
+def test_log_shape_distance_m_range_covering_m_is_zero_along_m():
+    assert log_shape_distance((None, 4096, 4096), [1, 512], 100, 4096, 4096) == 0.0
+    assert log_shape_distance((None, 4096, 4096), [1, 512], 2048, 4096, 4096) == 2.0
 
 
 # ---- prompts ----------------------------------------------------------------------------------------

@@ -43,6 +43,11 @@ def result_key(source: str, p: Problem, cfg: Config, gpu: str, profile: bool = F
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:32]
 
 
+def stored(store: Store, source: str, p: Problem, cfg: Config, gpu: str, profile: bool = False) -> EvalResult | None:
+    """The result the store holds for `source` at `p` under this config and GPU, if any."""
+    return store.get(result_key(source, p, cfg, gpu, profile))
+
+
 class Evaluator:
     def __init__(self, cfg: Config, store: Store | None = None, worker: Worker | None = None, gpu_name: str = ""):
         self.cfg = cfg

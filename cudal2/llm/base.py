@@ -95,3 +95,8 @@ def one_line(e: BaseException, limit: int = 300) -> str:
     """The first line of an exception's message, shortened: errors end up in a table cell."""
     text = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def describe(e: BaseException) -> str:
+    """`Type: first line of the message`: how a backend reports the exception behind a failure."""
+    return f"{type(e).__name__}: {one_line(e)}"

@@ -27,7 +27,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from cudal2.llm.base import LLMError, one_line, require, validate
+from cudal2.llm.base import LLMError, describe, require, validate
 
 
 @dataclass
@@ -84,7 +84,7 @@ class HFBackend:
                                        num_return_sequences=1 if greedy else n, pad_token_id=m.pad_id,
                                        **sampling)
         except (RuntimeError, ValueError) as e:  # CUDA OOM is a RuntimeError; bad settings a ValueError
-            raise LLMError(f"{self.name}: generation failed: {type(e).__name__}: {one_line(e)}") from None
+            raise LLMError(f"{self.name}: generation failed: {describe(e)}") from None
         texts, counts, reasons = [], [], []
         for row in out[:, ids.shape[1]:].tolist():
             end = next((i + 1 for i, t in enumerate(row) if t in m.eos_ids), None)
@@ -125,7 +125,7 @@ def _load(model: str) -> _Loaded:
             lm = transformers.AutoModelForCausalLM.from_pretrained(model, local_files_only=local,
                                                                    **{dtype_kw: dtype})
         except (OSError, ValueError, KeyError) as e:  # missing files, offline hub miss, unknown architecture
-            raise LLMError(f"hf:{model}: cannot load: {type(e).__name__}: {one_line(e)}") from None
+            raise LLMError(f"hf:{model}: cannot load: {describe(e)}") from None
         lm.to(device).eval()
         eos = lm.generation_config.eos_token_id
         eos_ids = set(eos if isinstance(eos, list) else [eos] if eos is not None else [])

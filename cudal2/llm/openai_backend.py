@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 
 from cudal2.config import LLMConfig
-from cudal2.llm.base import LLMError, one_line, require, validate
+from cudal2.llm.base import LLMError, describe, require, validate
 
 
 class OpenAIBackend:
@@ -53,7 +53,7 @@ class OpenAIBackend:
                     temperature=temperature, max_tokens=max_tokens)
             except self._errors as e:
                 where = self.base_url or "the OpenAI API"
-                raise LLMError(f"{self.name} at {where}: {type(e).__name__}: {one_line(e)}") from None
+                raise LLMError(f"{self.name} at {where}: {describe(e)}") from None
             choices = sorted(resp.choices or [], key=lambda c: c.index)
             if not choices:
                 raise LLMError(f"{self.name}: the server answered with no choices")

@@ -34,7 +34,7 @@ from urllib.parse import urlsplit
 import typer
 
 from cudal2.config import LLMConfig
-from cudal2.llm.base import LLMError, one_line, validate
+from cudal2.llm.base import LLMError, describe, validate
 
 # Large enough for a prompt with retrieved context; small enough that a client cannot make the
 # server allocate without bound.
@@ -81,7 +81,7 @@ class _Handler(BaseHTTPRequestHandler):
         except LLMError as e:
             return self._error(500, str(e), "server_error")
         except Exception as e:  # a bug here must answer this client, not kill its thread silently
-            return self._error(500, f"{type(e).__name__}: {one_line(e)}", "server_error")
+            return self._error(500, describe(e), "server_error")
         n_out = len(gen.texts) if self.server.max_choices is None else min(len(gen.texts), self.server.max_choices)
         choices = [{"index": i, "message": {"role": "assistant", "content": gen.texts[i]},
                     "finish_reason": gen.finish_reasons[i]} for i in range(n_out)]

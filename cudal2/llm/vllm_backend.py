@@ -21,7 +21,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from cudal2.llm.base import LLMError, one_line, require, validate
+from cudal2.llm.base import LLMError, describe, require, validate
 
 _ENGINES: dict[str, Any] = {}
 _ENGINES_LOCK = threading.Lock()
@@ -38,7 +38,7 @@ class VLLMBackend:
                 try:
                     _ENGINES[model] = vllm.LLM(model=model)
                 except Exception as e:  # vLLM raises many types (ValueError, OSError, CUDA errors) on load
-                    raise LLMError(f"{self.name}: cannot load: {type(e).__name__}: {one_line(e)}") from None
+                    raise LLMError(f"{self.name}: cannot load: {describe(e)}") from None
             self._llm = _ENGINES[model]
 
     def propose(self, messages: list[dict[str, str]], n: int, temperature: float,
@@ -49,7 +49,7 @@ class VLLMBackend:
         try:
             outputs = self._llm.chat(messages, params, use_tqdm=False)
         except Exception as e:  # an engine failure must reach the caller as one line, not a trace
-            raise LLMError(f"{self.name}: generation failed: {type(e).__name__}: {one_line(e)}") from None
+            raise LLMError(f"{self.name}: generation failed: {describe(e)}") from None
         texts = [o.text for o in outputs[0].outputs]
         if greedy and texts:
             texts = texts * n

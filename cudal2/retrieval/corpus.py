@@ -10,8 +10,8 @@ Guarantees:
   enumerate or render is skipped with a warning, never fatal;
 - library: one chunk per manifest entry, the kernel source under a comment header of its measured
   results; a library that fails to read is skipped with a warning;
-- `library_neighbors` orders entries by Euclidean distance in (log2 M, log2 N, log2 K), an M-range
-  entry counting as distance 0 along M when it covers M;
+- `log_shape_distance` is the Euclidean distance in (log2 M, log2 N, log2 K), an M-range counting
+  as distance 0 along M when it covers M;
 - token counts are estimates (characters / 4, rounded up) of title plus text, as the budget in
   `index.Retriever.search` uses them.
 
@@ -208,16 +208,6 @@ def log_shape_distance(shape, m_range, M: int, N: int, K: int) -> float:
         lo, hi = m_range
         dm = 0.0 if lo <= M <= hi else math.log2(lo / M) if M < lo else math.log2(M / hi)
     return math.sqrt(dm * dm + math.log2(eN / N) ** 2 + math.log2(eK / K) ** 2)
-
-
-def shape_distance(e, M: int, N: int, K: int) -> float:
-    """`log_shape_distance` of a library entry."""
-    return log_shape_distance((e.M, e.N, e.K), e.m_range, M, N, K)
-
-
-def library_neighbors(entries: list, M: int, N: int, K: int, k: int) -> list:
-    """The k entries nearest to (M, N, K) in log-shape space; ties go to the higher score, then the id."""
-    return sorted(entries, key=lambda e: (shape_distance(e, M, N, K), -e.score, e.id))[:max(k, 0)]
 
 
 # ---- everything ----------------------------------------------------------------------------------

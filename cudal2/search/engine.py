@@ -26,11 +26,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from cudal2.config import Config
 from cudal2.harness.build import nvcc_version
-from cudal2.harness.evaluate import Candidate, Evaluator, result_key
+from cudal2.harness.evaluate import Candidate, Evaluator, stored
 from cudal2.harness.store import Store
 from cudal2.library import writer
 from cudal2.problem import Problem
-from cudal2.result import EvalResult, Stage
+from cudal2.result import Stage
 from cudal2.search import trace
 from cudal2.search.population import Member, Population
 from cudal2.search.proposers import Proposal, Proposer
@@ -155,7 +155,7 @@ class Search:
             return
         best = self.pop.best(p)
         src = self.store.source(best[0].source_hash) if best else None
-        if src and self.store.get(result_key(src, p, self.cfg, self.ev.gpu_name, profile=True)) is None:
+        if src and stored(self.store, src, p, self.cfg, self.ev.gpu_name, profile=True) is None:
             self.ev.evaluate([Candidate(best[0].name, src)], p, profile=True)
 
     def _describe(self, p: Problem) -> str:
@@ -175,7 +175,7 @@ class Search:
         if best is None:
             return False
         source = self.store.source(best.source_hash)
-        r: EvalResult | None = self.store.get(result_key(source, p, self.cfg, self.ev.gpu_name))
+        r = stored(self.store, source, p, self.cfg, self.ev.gpu_name)
         if r is None or not r.ok:
             return False
         provenance = {"kind": best.proposer, "candidate": best.name}

@@ -25,7 +25,7 @@ import random
 from typing import Any
 
 from cudal2.config import Config
-from cudal2.harness.evaluate import result_key
+from cudal2.harness.evaluate import stored
 from cudal2.harness.store import Store
 from cudal2.llm.parse import ParseError, candidate_source
 from cudal2.problem import Problem
@@ -63,7 +63,7 @@ class LLMProposer:
     # --- what the prompt says ----------------------------------------------------------------
     def result(self, m: Member, p: Problem, profile: bool = False):
         src = self.store.source(m.source_hash)
-        return None if src is None else self.store.get(result_key(src, p, self.cfg, self.gpu_name, profile))
+        return None if src is None else stored(self.store, src, p, self.cfg, self.gpu_name, profile)
 
     def history(self, pop: Population, p: Problem, limit: int = 8) -> tuple[list[dict], list[dict]]:
         """Earlier variants best first (times, registers, spills, and the best's ncu metrics), and the
@@ -102,8 +102,8 @@ class LLMProposer:
         return {}
 
     def retrieved(self, p: Problem) -> list:
-        """Technique notes for this kind of shape (BM25), then the library kernel nearest in
-        log-shape space, when it fits the token budget."""
+        """Technique notes for this kind of shape (BM25), then the kernel nearest in log-shape space
+        that fits the token budget: a verified library entry, or a seed kernel when none fits."""
         L = self.cfg.llm
         if self.retriever is None or L.retrieval_k == 0:
             return []
@@ -114,12 +114,13 @@ class LLMProposer:
                   "small skinny shape tile choice split-K wave quantization mma.sync ldmatrix cp.async"))
         notes = self.retriever.search(query, max(1, L.retrieval_k - 1), L.retrieval_tokens, kinds=["note"])
         left = L.retrieval_tokens - sum(c.tokens for c in notes)
+        fits = [c for c in self.retriever.chunks if c.tokens <= left and c.meta.get("shape")]
         # The library's entry for this very shape is the current best, shown already as history or parent.
-        lib = [c for c in self.retriever.chunks if c.kind == "library" and c.tokens <= left and c.meta.get("shape")
-               and list(c.meta["shape"]) != [p.M, p.N, p.K]]
-        if lib:
-            near = min(lib, key=lambda c: log_shape_distance(c.meta["shape"], c.meta.get("m_range"), p.M, p.N, p.K))
-            notes.append(near)
+        lib = [c for c in fits if c.kind == "library" and list(c.meta["shape"]) != [p.M, p.N, p.K]]
+        pool = lib or [c for c in fits if c.kind == "seed"]
+        if pool:
+            notes.append(min(pool, key=lambda c: log_shape_distance(c.meta["shape"], c.meta.get("m_range"),
+                                                                    p.M, p.N, p.K)))
         return notes
 
     def shared(self, p: Problem, pop: Population) -> dict[str, Any]:
