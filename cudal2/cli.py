@@ -132,7 +132,8 @@ def generate(mnk: Optional[str] = typer.Option(None, "--mnk", help="One shape M,
              llm: Optional[str] = typer.Option(None, "--llm", help="openai:<model>, vllm:<model-or-path> or hf:<model-or-path>."),
              missing_only: bool = typer.Option(False, "--missing-only", help="Skip shapes the library already has an entry for."),
              build_only: bool = typer.Option(False, "--build-only",
-                                             help="No GPU: build each shape's first-round candidates into the build cache."),
+                                             help="No GPU: admit each shape's next round as pending candidates "
+                                                  "and build them into the cache."),
              config: Optional[Path] = ConfigOpt) -> None:
     """Search for kernels faster than cuBLAS at the given shape(s); winners go to the kernel library."""
     if (mnk is None) == (shapes is None):

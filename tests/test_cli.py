@@ -6,6 +6,8 @@ import pytest
 from typer.testing import CliRunner
 
 from cudal2 import cli
+from cudal2.problem import Problem
+from cudal2.search.population import Population
 
 from .conftest import KERNELS
 
@@ -68,14 +70,17 @@ def test_doctor_lists_components():
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
-def test_build_only_warms_the_cache_without_a_gpu(tmp_path, monkeypatch):
+def test_build_only_admits_a_pending_round_and_warms_the_cache_without_a_gpu(tmp_path, monkeypatch):
     monkeypatch.setattr("cudal2.harness.device.gpu_present", lambda: "no NVIDIA GPU found (test)")
     f = tmp_path / "c.toml"
-    f.write_text(f'[build]\ncache_dir = "{tmp_path / "cache"}"\n[search]\nfamilies = ["sm80"]\nbatch = 2\n')
+    f.write_text(f'[build]\ncache_dir = "{tmp_path / "cache"}"\n[run]\ndb = "{tmp_path / "run.sqlite"}"\n'
+                 '[search]\nfamilies = ["sm80"]\nbatch = 2\n')
     res = run("generate", "--mnk", "64,64,64", "--build-only", "-c", str(f))
     assert res.exit_code == 0, res.output
     assert "2 built (0 already cached), 0 failed" in res.output
     assert len(list((tmp_path / "cache").glob("*/libkernel.so"))) == 2
-    # The run that follows finds them: the same sources are cache hits.
+    pending = Population(str(tmp_path / "run.sqlite")).members(Problem(64, 64, 64), "pending")
+    assert len(pending) == 2  # what the GPU run will judge first
+    # Run again before any GPU run: the same pending round, found in the cache, no new round.
     again = run("generate", "--mnk", "64,64,64", "--build-only", "-c", str(f))
     assert "2 built (2 already cached), 0 failed" in again.output

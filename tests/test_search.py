@@ -69,7 +69,7 @@ def test_budget_caps_the_candidates(cfg, tmp_path):
     s.ev.close()
 
 
-def test_finished_shape_is_skipped_on_resume(cfg, tmp_path):
+def test_exhausted_shape_is_skipped_on_resume(cfg, tmp_path):
     s = make(cfg, [ListProposer([GARBAGE.format(n=i) for i in range(2)])], tmp_path)
     s.run([P])
     again = ListProposer([GARBAGE.format(n=9)])
@@ -95,3 +95,29 @@ def test_round_budget_stops_the_search(cfg, tmp_path):
     (out,) = s.run([P])
     assert out.evaluated == 4  # two rounds of two
     s.ev.close()
+
+
+def test_round_budget_counts_the_rounds_of_earlier_runs(cfg, tmp_path):
+    cfg.search.max_rounds = 1
+    make(cfg, [ListProposer([GARBAGE.format(n=i) for i in range(20)])], tmp_path).run([P])
+    cfg.search.max_rounds = 2
+    (out,) = make(cfg, [ListProposer([GARBAGE.format(n=i) for i in range(20, 40)])], tmp_path).run([P])
+    assert out.evaluated == 4 and Population(cfg.run.db).last_round(P) == 2
+
+
+def test_a_shape_stopped_by_a_budget_goes_on_when_the_budget_is_raised(cfg, tmp_path):
+    make(cfg, [ListProposer([GARBAGE.format(n=i) for i in range(20)])], tmp_path).run([P])  # stops at 6
+    s = make(cfg, [ListProposer([GARBAGE.format(n=i) for i in range(20, 40)])], tmp_path)
+    cfg.search.max_candidates = 8
+    (out,) = s.run([P])
+    assert out.evaluated == 8
+
+
+def test_pending_candidates_are_judged_even_past_the_budget(cfg, tmp_path):
+    """A round admitted by `--build-only` (or a killed run) is judged although the budget is spent."""
+    s = make(cfg, [ListProposer([GARBAGE.format(n=i) for i in range(2)])], tmp_path)
+    cfg.search.max_rounds = 1
+    batch, _ = s.next_round(P)
+    assert [m.status for m, _, _ in batch] == ["pending", "pending"]
+    (out,) = make(cfg, [ListProposer([GARBAGE.format(n=9)])], tmp_path).run([P])
+    assert out.evaluated == 2 and not Population(cfg.run.db).members(P, "pending")

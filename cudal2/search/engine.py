@@ -6,9 +6,13 @@ Guarantees:
   every core, judging on the GPU worker); a proposer that returns garbage costs only its
   candidates (they fail at policy or build);
 - everything is persisted as it happens (results store, population, elapsed time per shape), so a
-  killed run resumes: finished shapes are skipped, pending candidates are judged first, and the
-  time and candidate budgets count what earlier runs spent;
+  killed run resumes: pending candidates (admitted, not yet judged) are judged first, whatever the
+  budgets, and the time, candidate and round budgets count what earlier runs spent; a shape whose
+  proposers ran dry is marked exhausted and skipped, while one that stopped at a budget goes on when
+  a later run raises that budget;
 - budgets: minutes, candidates and rounds per shape, and an optional target score;
+- `next_round` is the proposing half alone (no GPU): `cudal2 generate --build-only` admits a round
+  as pending candidates and builds them, and the GPU run that resumes the population judges them;
 - the best verified candidate of each shape is offered to the library, which keeps the better.
 
 Does not: write sources itself (proposers do) or decide verdicts (the harness does).
@@ -63,8 +67,8 @@ class Search:
                       console=self.console, transient=False) as bar:
             shapes = bar.add_task("shapes", total=len(problems))
             for p in problems:
-                if self.pop.finished(p):
-                    self.console.print(f"{p}: finished in an earlier run; skipped")
+                if self.pop.exhausted(p):
+                    self.console.print(f"{p}: its search space ran dry in an earlier run; skipped")
                     outcomes.append(self._outcome(p))
                 else:
                     outcomes.append(self.run_shape(p, bar))
@@ -72,27 +76,17 @@ class Search:
         return outcomes
 
     def run_shape(self, p: Problem, bar: Progress) -> ShapeOutcome:
-        s = self.cfg.search
-        task = bar.add_task(str(p), total=s.max_candidates)
+        task = bar.add_task(str(p), total=self.cfg.search.max_candidates)
         start, spent_before = time.monotonic(), self.pop.elapsed(p)
-        round_ = self.pop.last_round(p)
         exhausted = False
         while True:
-            done = self.pop.members(p, "done")
-            bar.update(task, completed=len(done), description=self._describe(p))
-            spent = spent_before + time.monotonic() - start
-            best = self.pop.best(p)
-            if (spent > s.budget_minutes * 60 or len(done) >= s.max_candidates
-                    or (s.max_rounds and round_ >= s.max_rounds)
-                    or (s.target_speedup and best and best[0].score >= s.target_speedup)):
+            bar.update(task, completed=len(self.pop.members(p, "done")), description=self._describe(p))
+            batch, judged = self.next_round(p, spent_before + time.monotonic() - start)
+            if batch is None:
                 break
-            batch, judged = self._pending(p), 0
-            if not batch:
-                batch, judged = self._propose(p, min(s.batch, s.max_candidates - len(done)), round_)
             if not batch and not judged:  # every proposer came back empty-handed or with duplicates
                 exhausted = True
                 break
-            round_ += 1
             t0 = time.monotonic()
             results = self.ev.evaluate([Candidate(m.name, src) for m, src, _ in batch], p,
                                        on_result=lambda r: bar.advance(task))
@@ -103,12 +97,32 @@ class Search:
                     trace.append(self.cfg.llm.trace, trace.line(p, meta, m.id, m.parent, r, r.stage.value, r.reason, sc))
             self._profile_best(p)
             self.pop.add_elapsed(p, time.monotonic() - t0)
-        self.pop.finish(p)
+        if exhausted:
+            self.pop.mark_exhausted(p)
         out = self._outcome(p)
         out.published = self._publish(p, out.best)
         bar.update(task, description=self._describe(p) + (" -> library" if out.published else "")
                    + (" (space exhausted)" if exhausted else ""))
         return out
+
+    def next_round(self, p: Problem, spent_s: float | None = None
+                   ) -> tuple[list[tuple[Member, str, dict]] | None, int]:
+        """The candidates to judge next, and how many were judged on the spot (parse failures): the
+        pending ones if any, else a new round admitted to the population; (None, 0) once a budget is
+        reached. `spent_s` defaults to the search time the population has recorded."""
+        pending = self._pending(p)
+        if pending:
+            return pending, 0
+        s = self.cfg.search
+        done = self.pop.members(p, "done")
+        spent = self.pop.elapsed(p) if spent_s is None else spent_s
+        rounds = self.pop.last_round(p)
+        best = self.pop.best(p)
+        if (spent > s.budget_minutes * 60 or len(done) >= s.max_candidates
+                or (s.max_rounds and rounds >= s.max_rounds)
+                or (s.target_speedup and best and best[0].score >= s.target_speedup)):
+            return None, 0
+        return self._propose(p, min(s.batch, s.max_candidates - len(done)), rounds + 1)
 
     def _pending(self, p: Problem) -> list[tuple[Member, str, dict]]:
         """Candidates a killed run had admitted but not judged: first in line on resume."""

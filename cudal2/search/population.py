@@ -3,7 +3,7 @@
 Guarantees: lives in the run's SQLite file beside the results store, so a killed search resumes
 with everything it had judged; a source is admitted once per shape (dedupe by the hash of its
 normalized text); each candidate records its parent, proposer, family and parameters; a shape's
-elapsed search time and whether it is finished are persisted too.
+elapsed search time and whether its proposers ran dry ("exhausted") are persisted too.
 
 Does not: judge (the harness does) or choose parents (the proposers do).
 """
@@ -27,7 +27,7 @@ CREATE TABLE IF NOT EXISTS candidates (
     status TEXT NOT NULL DEFAULT 'pending', ok INTEGER, stage TEXT, score REAL, reason TEXT, meta TEXT,
     UNIQUE (shape, norm_hash));
 CREATE TABLE IF NOT EXISTS shapes (shape TEXT PRIMARY KEY, elapsed_s REAL NOT NULL DEFAULT 0,
-    done INTEGER NOT NULL DEFAULT 0);
+    exhausted INTEGER NOT NULL DEFAULT 0);
 """
 
 
@@ -58,6 +58,11 @@ class Population:
         self.db = sqlite3.connect(db_path, timeout=30)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.executescript(_SCHEMA)
+        if "exhausted" not in {r[1] for r in self.db.execute("PRAGMA table_info(shapes)")}:
+            # A database from before budgets could be raised on resume: its "done" flag also marked
+            # shapes stopped by a budget, so it is left unread and no shape starts out exhausted.
+            with self.db:
+                self.db.execute("ALTER TABLE shapes ADD COLUMN exhausted INTEGER NOT NULL DEFAULT 0")
 
     def add(self, p: Problem, name: str, source: str, source_hash: str, family: str, params: dict | None,
             parent: int | None, proposer: str, round_: int, meta: dict | None = None) -> int | None:
@@ -116,13 +121,13 @@ class Population:
             self.db.execute("INSERT INTO shapes (shape, elapsed_s) VALUES (?, ?) ON CONFLICT(shape) "
                             "DO UPDATE SET elapsed_s = elapsed_s + excluded.elapsed_s", (str(p), seconds))
 
-    def finish(self, p: Problem) -> None:
+    def mark_exhausted(self, p: Problem) -> None:
         with self.db:
-            self.db.execute("INSERT INTO shapes (shape, done) VALUES (?, 1) ON CONFLICT(shape) DO UPDATE SET done = 1",
-                            (str(p),))
+            self.db.execute("INSERT INTO shapes (shape, exhausted) VALUES (?, 1) "
+                            "ON CONFLICT(shape) DO UPDATE SET exhausted = 1", (str(p),))
 
-    def finished(self, p: Problem) -> bool:
-        row = self.db.execute("SELECT done FROM shapes WHERE shape=?", (str(p),)).fetchone()
+    def exhausted(self, p: Problem) -> bool:
+        row = self.db.execute("SELECT exhausted FROM shapes WHERE shape=?", (str(p),)).fetchone()
         return bool(row and row[0])
 
     def close(self) -> None:

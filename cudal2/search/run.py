@@ -5,8 +5,9 @@ from the worker's GPU; with no LLM configured the template proposer runs alone, 
 so in one line; with one, the LLM proposer gets `[llm] share` of each round, beside the templates
 (one loop, two proposers); the exit code is 0 when every shape has a verified kernel, 1 otherwise.
 
-`run_prebuild` is the GPU-free half: it builds what the first round of each shape would judge,
-so a CPU machine can warm the build cache (`[build] cache_dir`) that a GPU run then reuses.
+`run_prebuild` is the GPU-free half: it admits each shape's next round to the run database as
+pending candidates and builds them, so a CPU machine warms the build cache (`[build] cache_dir`)
+and a GPU run of the same database only judges.
 
 Does not: hold any search logic (see `engine.py`).
 """
@@ -32,15 +33,24 @@ from cudal2.search.proposers import TemplateProposer
 
 
 def run_prebuild(problems: list[Problem], cfg: Config, console: Console) -> int:
-    """Build the first-round template candidates of every shape: the `search.batch` best-prior points
-    of each family (a superset of what the proposer's first round draws, for the default H100 limits).
+    """Admit each shape's next round (the template proposer, with the default H100 limits) to the
+    population as pending candidates, and build them; a GPU run of the same config and run database
+    judges them first. A shape with candidates already pending gets those built, no new round.
     Returns 0 when every build succeeded."""
     from cudal2.harness.build import build_all, cache_root
+    store = Store(cfg.run.db)
     fams = [get_family(f) for f in cfg.search.families]
-    proposer = TemplateProposer(fams, Limits(), cfg.search.explore)
-    sources = {f.render(x, p): None for p in problems for f in fams
-               for x in proposer.ranked(f, p)[:cfg.search.batch]}
-    console.print(f"--build-only: {len(sources)} distinct sources for {len(problems)} shapes -> {cache_root(cfg.build)}")
+    # The evaluator's worker is never started: next_round only proposes.
+    s = Search(cfg, store, Evaluator(cfg, store), [TemplateProposer(fams, Limits(), cfg.search.explore)],
+               folder(cfg.library.root, "sm90"), console)
+    sources: dict[str, None] = {}
+    for p in problems:
+        batch, _ = (None, 0) if s.pop.exhausted(p) else s.next_round(p)
+        sources.update({src: None for _, src, _ in batch or []})
+        if not batch:
+            console.print(f"{p}: nothing to build (a budget is reached, or the search space ran dry)")
+    console.print(f"--build-only: {len(sources)} pending sources for {len(problems)} shapes in {cfg.run.db} "
+                  f"-> {cache_root(cfg.build)}")
     results = build_all(sources, cfg.build, console)
     failed = [r for r in results if not r.ok]
     for r in failed[:5]:
