@@ -1,6 +1,6 @@
 // =====================================================================================================
 // cudal2 kernel family: sm90  (Hopper sm_90a HGEMM built from CUTLASS 3.x / CuTe collectives)
-// params: {"CLUSTER_M": 2, "CLUSTER_N": 1, "RASTER": "M", "SCHEDULE": "cooperative", "SCHEDULER": "persistent", "STAGES": 0, "SWIZZLE": 1, "TILE_K": 64, "TILE_M": 128, "TILE_N": 256}
+// params: {"CLUSTER_M": 1, "CLUSTER_N": 1, "RASTER": "N", "SCHEDULE": "cooperative", "SCHEDULER": "streamk", "SPLIT_K": 2, "STAGES": 0, "SWIZZLE": 2, "TILE_K": 64, "TILE_M": 128, "TILE_N": 128}
 // Shapes: M, N, K are run-time arguments (N and K multiples of 8, for TMA's 16-byte strides); one
 // build serves every shape, and the harness verifies each shape it is asked to run.
 //
@@ -10,13 +10,13 @@
 // epilogue has no source operand (ElementC = void), so C is write-only.
 //
 // Technique, part by part:
-//  * Tensor cores: wgmma.mma_async (SM90 GMMA); the two consumer warpgroups split the 128-row tile (64x256 each).
+//  * Tensor cores: wgmma.mma_async (SM90 GMMA); the two consumer warpgroups split the 128-row tile (64x128 each).
 //    Both operands are read straight from shared memory through GMMA descriptors (SS mode); the fp32
-//    accumulators live in registers (128 per consumer thread).
-//  * Loads: TMA (cp.async.bulk.tensor) moves 128x64 A boxes and 256x64 B boxes into
+//    accumulators live in registers (64 per consumer thread).
+//  * Loads: TMA (cp.async.bulk.tensor) moves 128x64 A boxes and 128x64 B boxes into
 //    128B-swizzled shared memory (the layout wgmma reads without bank conflicts); the tensor maps are
 //    encoded on the host each call (cuTensorMapEncodeTiled) and passed as __grid_constant__ params.
-//  * Pipeline: 4-stage mbarrier ring (StageCountAutoCarveout: all that fit beside the epilogue),
+//  * Pipeline: 6-stage mbarrier ring (StageCountAutoCarveout: all that fit beside the epilogue),
 //    PipelineTmaAsync: the producer waits on a slot's "empty" barrier and issues TMA that completes
 //    the slot's transaction-count "full" barrier; consumers wait on "full", issue wgmma, and release
 //    the slot once the wgmma reading it has retired.
@@ -24,11 +24,13 @@
 //    warpgroups; setmaxnreg hands registers from the producer (40) to the consumers (232).
 //    Cooperative schedule: both consumers work on the same output tile and share its epilogue.
 //  * Scheduling: persistent grid (one CTA per SM; the SM count is read from the device each call)
-//    looping over output tiles with a static persistent tile
-//    scheduler (each CTA strides through the tile list).
-//    Raster order along M (consecutive CTAs walk down a column of tiles);
-//    grouped ("swizzled") raster with max_swizzle_size = 1, so CTAs running together share A/B panels in L2.
-//  * Clusters: 2x1x1 thread-block cluster; TMA multicast: each B tile is multicast to the 2 CTAs of a cluster column (same N, different M).
+//    looping over output tiles with a split-K decomposition on the stream-K scheduler: every output tile's K range is
+//    cut into 2 slices run by different CTAs; the partial fp32 tiles are reduced through
+//    the workspace in a fixed turnstile order (ReductionMode::Deterministic), so the output is
+//    bitwise reproducible.
+//    Raster order along N (consecutive CTAs walk along a row of tiles);
+//    grouped ("swizzled") raster with max_swizzle_size = 2, so CTAs running together share A/B panels in L2.
+//  * Clusters: 1x1x1 thread-block cluster (no multicast).
 //  * Epilogue: TmaWarpSpecializedCooperative (128x32 subtiles, no source C):
 //    accumulators -> fp16 in registers (alpha = 1, one round-to-nearest) -> swizzled shared-memory
 //    subtiles -> TMA store (cp.async.bulk.tensor shared -> global); the TMA unit clips partial tiles
@@ -80,11 +82,11 @@ using ElementAccumulator = float;
 using ElementCompute = float;
 constexpr int kAlign = 8;                    // 8 halves = 16 bytes: TMA's stride/box alignment
 
-using TileShape = Shape<_128, _256, _64>;
-using ClusterShape = Shape<_2, _1, _1>;
+using TileShape = Shape<_128, _128, _64>;
+using ClusterShape = Shape<_1, _1, _1>;
 using MainloopSchedule = cutlass::gemm::KernelTmaWarpSpecializedCooperative;
 using EpilogueSchedule = cutlass::epilogue::TmaWarpSpecializedCooperative;
-using TileSchedulerTag = cutlass::gemm::PersistentScheduler;
+using TileSchedulerTag = cutlass::gemm::StreamKScheduler;
 
 // Epilogue first: its shared-memory footprint is carved out of the mainloop's stage budget.
 using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
@@ -148,8 +150,13 @@ inline typename Gemm::Arguments make_arguments(const __half* A, const __half* B,
   args.hw_info = hw_info;
 
   using RasterOrderOptions = typename GemmKernel::TileScheduler::RasterOrderOptions;
-  args.scheduler.raster_order = RasterOrderOptions::AlongM;
-  args.scheduler.max_swizzle_size = 1;
+  args.scheduler.raster_order = RasterOrderOptions::AlongN;
+  args.scheduler.max_swizzle_size = 2;
+  using DecompositionMode = cutlass::gemm::kernel::detail::PersistentTileSchedulerSm90StreamKParams::DecompositionMode;
+  using ReductionMode = cutlass::gemm::kernel::detail::PersistentTileSchedulerSm90StreamKParams::ReductionMode;
+  args.scheduler.splits = 2;                       // K cut into 2 slices per output tile
+  args.scheduler.decomposition_mode = DecompositionMode::SplitK;
+  args.scheduler.reduction_mode = ReductionMode::Deterministic;  // fixed-order turnstile reduction
   return args;
 }
 
