@@ -1,12 +1,12 @@
 // ============================================================================================
 // cudal2 kernel family "sm80": Ampere-style tensor-core HGEMM (mma.sync), runs on sm_80+.
-// params: {"BK": 64, "BM": 64, "BN": 64, "GROUP_M": 16, "SPLIT_K": 1, "STAGES": 4, "WARPS_M": 2, "WARPS_N": 4}
-// shape:  C[128x4096] = A[128x512] . B[4096x512]^T, all row-major fp16, fp32 accumulation
-// cudal2-shapes: 128x4096x512
+// params: {"BK": 64, "BM": 128, "BN": 64, "GROUP_M": 8, "SPLIT_K": 16, "STAGES": 5, "WARPS_M": 1, "WARPS_N": 4}
+// shape:  C[128x512] = A[128x16384] . B[512x16384]^T, all row-major fp16, fp32 accumulation
+// cudal2-shapes: 128x512x16384
 //
-// Block tile 64x64x64, 256 threads = 2x4 warps, warp tile 32x16
-// (2x2 mma tiles of 16x8), 4 pipeline stages, 128 CTAs (2x64 tiles x 1 K-splits),
-// 65536 bytes of dynamic shared memory.
+// Block tile 128x64x64, 128 threads = 1x4 warps, warp tile 128x16
+// (8x2 mma tiles of 16x8), 5 pipeline stages, 128 CTAs (1x8 tiles x 16 K-splits),
+// 122880 bytes of dynamic shared memory.
 //
 // Techniques, and where each one lives:
 //   * tensor cores through inline PTX: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32, fp32
@@ -41,18 +41,18 @@
 namespace {
 
 // ---- the problem: this file is rendered for exactly one shape ------------------------------
-constexpr int kM = 128, kN = 4096, kK = 512;
+constexpr int kM = 128, kN = 512, kK = 16384;
 
 // ---- tiling --------------------------------------------------------------------------------
-constexpr int BM = 64, BN = 64, BK = 64;        // block tile
-constexpr int WARPS_M = 2, WARPS_N = 4;
+constexpr int BM = 128, BN = 64, BK = 64;        // block tile
+constexpr int WARPS_M = 1, WARPS_N = 4;
 constexpr int THREADS = 32 * WARPS_M * WARPS_N;
 constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;  // warp tile
 constexpr int MI = WM / 16, NI = WN / 8;            // m16n8 mma tiles per warp
 constexpr int KSTEPS = BK / 16;                     // k16 sub-steps per smem tile
-constexpr int STAGES = 4;
-constexpr int GROUP_M = 16;
-constexpr int SPLIT_K = 1;
+constexpr int STAGES = 5;
+constexpr int GROUP_M = 8;
+constexpr int SPLIT_K = 16;
 
 constexpr int TILES_M = (kM + BM - 1) / BM, TILES_N = (kN + BN - 1) / BN;
 constexpr int KTILES = (kK + BK - 1) / BK;          // the last one may be partial (zero-filled)
@@ -66,13 +66,14 @@ constexpr int LDC = BN + 8;                         // epilogue staging row (hal
 constexpr int EPI_BYTES = SPLIT_K == 1 ? BM * LDC * 2 : 0;
 constexpr int SMEM_BYTES = PIPE_BYTES > EPI_BYTES ? PIPE_BYTES : EPI_BYTES;
 constexpr size_t MN = size_t(kM) * kN;
+constexpr size_t WORKSPACE_BYTES = size_t(SPLIT_K) * MN * sizeof(float);  // fp32 partials, one slice per split
 
 static_assert(CPR == 4 || CPR == 8, "the swizzle is written for 64- and 128-byte smem rows");
 static_assert(WM % 16 == 0 && WN % 16 == 0, "ldmatrix.x4 covers 16 rows of A and 16 columns of B");
 static_assert(KSTEPS % 2 == 0, "fragment double-buffer parity must repeat every smem tile");
 static_assert(BM % WARPS_M == 0 && BN % WARPS_N == 0, "warps must tile the block");
 static_assert(KTILES >= SPLIT_K, "every K split needs at least one K tile");
-static_assert(SMEM_BYTES == 65536, "the family's smem estimate must match the kernel");
+static_assert(SMEM_BYTES == 122880, "the family's smem estimate must match the kernel");
 
 // ---- PTX wrappers --------------------------------------------------------------------------
 __device__ __forceinline__ uint32_t smem_u32(const void* p) {
@@ -274,40 +275,69 @@ sm80_hgemm(const __half* __restrict__ A, const __half* __restrict__ B, __half* _
 
     // Accumulator layout of m16n8: c0,c1 at (row g, cols 2q, 2q+1), c2,c3 at (row g+8, same cols).
     const int g = lane >> 2, q = lane & 3;
-    // ---- vectorized epilogue through shared memory ----
-    // fp32 -> fp16 once; half2 writes into a [BM][BN+8] staging tile (the 16-byte row padding
-    // spreads the 8 rows of a write phase over all 32 banks).
-    __half* sC = reinterpret_cast<__half*>(smem);
+    // ---- split-K: fp32 partials for this split, straight from registers ----
+    // A quad of lanes writes 32 contiguous bytes per row (float2 each): full 32-byte sectors, so
+    // there is nothing to gain from staging. Every in-bounds element of this split's tile is
+    // written, whatever the workspace held before.
+    float* P = partials + size_t(split) * MN;
 #pragma unroll
     for (int i = 0; i < MI; ++i)
 #pragma unroll
-        for (int j = 0; j < NI; ++j) {
-            const int r = warp_m * WM + i * 16 + g, c = warp_n * WN + j * 8 + 2 * q;
-            *reinterpret_cast<__half2*>(&sC[r * LDC + c]) = __floats2half2_rn(acc[i][j][0], acc[i][j][1]);
-            *reinterpret_cast<__half2*>(&sC[(r + 8) * LDC + c]) = __floats2half2_rn(acc[i][j][2], acc[i][j][3]);
+        for (int j = 0; j < NI; ++j)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int gm = m0 + warp_m * WM + i * 16 + g + 8 * h;
+                const int gn = n0 + warp_n * WN + j * 8 + 2 * q;
+                if (kM % BM != 0 && gm >= kM) continue;
+                float* d = P + size_t(gm) * kN + gn;
+                if (kN % 2 == 0) {  // gn is even, so the pair is either wholly in or wholly out
+                    if (kN % BN == 0 || gn < kN) *reinterpret_cast<float2*>(d) = make_float2(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
+                } else {
+                    if (gn < kN) d[0] = acc[i][j][2 * h];
+                    if (gn + 1 < kN) d[1] = acc[i][j][2 * h + 1];
+                }
+            }
+    (void)C;
+}
+
+// ---- split-K reduction: C = fp16(sum over s = 0..SPLIT_K-1 of partials[s]) -----------------
+// The order of the additions is fixed, so the result is bitwise identical on every call. Each
+// thread owns 8 consecutive elements of the flat M*N array: two 16-byte loads per split and one
+// 16-byte fp16 store when M*N % 8 == 0, a masked scalar loop otherwise.
+constexpr int RED_THREADS = 256;
+constexpr int RED_BLOCKS = int((MN + 8 * RED_THREADS - 1) / (8 * RED_THREADS));
+
+__global__ void __launch_bounds__(RED_THREADS)
+splitk_reduce(const float* __restrict__ partials, __half* __restrict__ C) {
+    const size_t i = (size_t(blockIdx.x) * RED_THREADS + threadIdx.x) * 8;
+    if (i >= MN) return;
+    if constexpr (MN % 8 == 0) {
+        float s[8];
+#pragma unroll
+        for (int e = 0; e < 8; ++e) s[e] = 0.0f;
+#pragma unroll
+        for (int z = 0; z < SPLIT_K; ++z) {
+            const float4 lo = *reinterpret_cast<const float4*>(partials + size_t(z) * MN + i);
+            const float4 hi = *reinterpret_cast<const float4*>(partials + size_t(z) * MN + i + 4);
+            s[0] += lo.x; s[1] += lo.y; s[2] += lo.z; s[3] += lo.w;
+            s[4] += hi.x; s[5] += hi.y; s[6] += hi.z; s[7] += hi.w;
         }
-    __syncthreads();
-    // Then whole rows leave as 16-byte chunks: consecutive threads write consecutive chunks of a
-    // row (coalesced). A chunk needs N % 8 == 0 (16-byte aligned rows) and to lie inside N.
-    constexpr int C_CPR = BN / 8, C_CHUNKS = BM * C_CPR, C_ITERS = (C_CHUNKS + THREADS - 1) / THREADS;
+        uint4 out;
+        __half2* h = reinterpret_cast<__half2*>(&out);
 #pragma unroll
-    for (int it = 0; it < C_ITERS; ++it) {
-        const int c = tid + it * THREADS;
-        if (C_CHUNKS % THREADS != 0 && c >= C_CHUNKS) break;
-        const int r = c / C_CPR, ch = c % C_CPR;
-        const int gm = m0 + r, gn = n0 + ch * 8;
-        if (kM % BM != 0 && gm >= kM) continue;
-        const __half* s = &sC[r * LDC + ch * 8];
-        __half* d = C + size_t(gm) * kN + gn;
-        if (kN % 8 == 0 && (kN % BN == 0 || gn < kN)) {
-            *reinterpret_cast<uint4*>(d) = *reinterpret_cast<const uint4*>(s);
-        } else if (kN % 8 != 0) {
+        for (int e = 0; e < 4; ++e) h[e] = __floats2half2_rn(s[2 * e], s[2 * e + 1]);
+        *reinterpret_cast<uint4*>(C + i) = out;
+    } else {
 #pragma unroll
-            for (int e = 0; e < 8; ++e)
-                if (gn + e < kN) d[e] = s[e];  // masked scalar tail
+        for (int e = 0; e < 8; ++e) {
+            if (i + e < MN) {
+                float s = 0.0f;
+#pragma unroll
+                for (int z = 0; z < SPLIT_K; ++z) s += partials[size_t(z) * MN + i + e];
+                C[i + e] = __float2half_rn(s);
+            }
         }
     }
-    (void)partials;
 }
 
 }  // namespace
@@ -320,8 +350,8 @@ extern "C" size_t cudal2_workspace_bytes(int M, int N, int K) {
 extern "C" int cudal2_gemm(const __half* A, const __half* B, __half* C, int M, int N, int K,
                            void* workspace, size_t workspace_bytes, cudaStream_t stream) {
     if (M != kM || N != kN || K != kK) return (int)cudaErrorInvalidValue;  // rendered for one shape
-    (void)workspace; (void)workspace_bytes;
-    float* partials = nullptr;
+    if (workspace == nullptr || workspace_bytes < WORKSPACE_BYTES) return (int)cudaErrorInvalidValue;
+    float* partials = static_cast<float*>(workspace);
     // More than 48 KB of dynamic smem needs a one-time opt-in per kernel.
     static bool smem_opt_in_done = false;
     if (!smem_opt_in_done) {
@@ -331,5 +361,6 @@ extern "C" int cudal2_gemm(const __half* A, const __half* B, __half* C, int M, i
     }
     const dim3 grid(TILES_M * TILES_N, SPLIT_K);
     sm80_hgemm<<<grid, THREADS, SMEM_BYTES, stream>>>(A, B, C, partials);
+    splitk_reduce<<<RED_BLOCKS, RED_THREADS, 0, stream>>>(partials, C);  // same stream: runs after
     return (int)cudaGetLastError();
 }

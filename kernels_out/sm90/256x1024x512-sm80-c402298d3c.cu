@@ -1,12 +1,12 @@
 // ============================================================================================
 // cudal2 kernel family "sm80": Ampere-style tensor-core HGEMM (mma.sync), runs on sm_80+.
-// params: {"BK": 64, "BM": 32, "BN": 64, "GROUP_M": 4, "SPLIT_K": 1, "STAGES": 4, "WARPS_M": 2, "WARPS_N": 4}
-// shape:  C[512x512] = A[512x512] . B[512x512]^T, all row-major fp16, fp32 accumulation
-// cudal2-shapes: 512x512x512
+// params: {"BK": 64, "BM": 32, "BN": 64, "GROUP_M": 4, "SPLIT_K": 1, "STAGES": 6, "WARPS_M": 2, "WARPS_N": 2}
+// shape:  C[256x1024] = A[256x512] . B[1024x512]^T, all row-major fp16, fp32 accumulation
+// cudal2-shapes: 256x1024x512
 //
-// Block tile 32x64x64, 256 threads = 2x4 warps, warp tile 16x16
-// (1x2 mma tiles of 16x8), 4 pipeline stages, 128 CTAs (16x8 tiles x 1 K-splits),
-// 49152 bytes of dynamic shared memory.
+// Block tile 32x64x64, 128 threads = 2x2 warps, warp tile 16x32
+// (1x4 mma tiles of 16x8), 6 pipeline stages, 128 CTAs (8x16 tiles x 1 K-splits),
+// 73728 bytes of dynamic shared memory.
 //
 // Techniques, and where each one lives:
 //   * tensor cores through inline PTX: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32, fp32
@@ -41,16 +41,16 @@
 namespace {
 
 // ---- the problem: this file is rendered for exactly one shape ------------------------------
-constexpr int kM = 512, kN = 512, kK = 512;
+constexpr int kM = 256, kN = 1024, kK = 512;
 
 // ---- tiling --------------------------------------------------------------------------------
 constexpr int BM = 32, BN = 64, BK = 64;        // block tile
-constexpr int WARPS_M = 2, WARPS_N = 4;
+constexpr int WARPS_M = 2, WARPS_N = 2;
 constexpr int THREADS = 32 * WARPS_M * WARPS_N;
 constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;  // warp tile
 constexpr int MI = WM / 16, NI = WN / 8;            // m16n8 mma tiles per warp
 constexpr int KSTEPS = BK / 16;                     // k16 sub-steps per smem tile
-constexpr int STAGES = 4;
+constexpr int STAGES = 6;
 constexpr int GROUP_M = 4;
 constexpr int SPLIT_K = 1;
 
@@ -72,7 +72,7 @@ static_assert(WM % 16 == 0 && WN % 16 == 0, "ldmatrix.x4 covers 16 rows of A and
 static_assert(KSTEPS % 2 == 0, "fragment double-buffer parity must repeat every smem tile");
 static_assert(BM % WARPS_M == 0 && BN % WARPS_N == 0, "warps must tile the block");
 static_assert(KTILES >= SPLIT_K, "every K split needs at least one K tile");
-static_assert(SMEM_BYTES == 49152, "the family's smem estimate must match the kernel");
+static_assert(SMEM_BYTES == 73728, "the family's smem estimate must match the kernel");
 
 // ---- PTX wrappers --------------------------------------------------------------------------
 __device__ __forceinline__ uint32_t smem_u32(const void* p) {
@@ -322,6 +322,13 @@ extern "C" int cudal2_gemm(const __half* A, const __half* B, __half* C, int M, i
     if (M != kM || N != kN || K != kK) return (int)cudaErrorInvalidValue;  // rendered for one shape
     (void)workspace; (void)workspace_bytes;
     float* partials = nullptr;
+    // More than 48 KB of dynamic smem needs a one-time opt-in per kernel.
+    static bool smem_opt_in_done = false;
+    if (!smem_opt_in_done) {
+        const cudaError_t e = cudaFuncSetAttribute(sm80_hgemm, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES);
+        if (e != cudaSuccess) return (int)e;
+        smem_opt_in_done = true;
+    }
     const dim3 grid(TILES_M * TILES_N, SPLIT_K);
     sm80_hgemm<<<grid, THREADS, SMEM_BYTES, stream>>>(A, B, C, partials);
     return (int)cudaGetLastError();

@@ -1,12 +1,12 @@
 // ============================================================================================
 // cudal2 kernel family "sm80": Ampere-style tensor-core HGEMM (mma.sync), runs on sm_80+.
-// params: {"BK": 64, "BM": 64, "BN": 64, "GROUP_M": 8, "SPLIT_K": 16, "STAGES": 4, "WARPS_M": 1, "WARPS_N": 4}
-// shape:  C[128x512] = A[128x16384] . B[512x16384]^T, all row-major fp16, fp32 accumulation
-// cudal2-shapes: 128x512x16384
+// params: {"BK": 64, "BM": 64, "BN": 32, "GROUP_M": 4, "SPLIT_K": 8, "STAGES": 4, "WARPS_M": 1, "WARPS_N": 2}
+// shape:  C[64x1024] = A[64x16384] . B[1024x16384]^T, all row-major fp16, fp32 accumulation
+// cudal2-shapes: 64x1024x16384
 //
-// Block tile 64x64x64, 128 threads = 1x4 warps, warp tile 64x16
-// (4x2 mma tiles of 16x8), 4 pipeline stages, 256 CTAs (2x8 tiles x 16 K-splits),
-// 65536 bytes of dynamic shared memory.
+// Block tile 64x32x64, 64 threads = 1x2 warps, warp tile 64x16
+// (4x2 mma tiles of 16x8), 4 pipeline stages, 256 CTAs (1x32 tiles x 8 K-splits),
+// 49152 bytes of dynamic shared memory.
 //
 // Techniques, and where each one lives:
 //   * tensor cores through inline PTX: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32, fp32
@@ -41,18 +41,18 @@
 namespace {
 
 // ---- the problem: this file is rendered for exactly one shape ------------------------------
-constexpr int kM = 128, kN = 512, kK = 16384;
+constexpr int kM = 64, kN = 1024, kK = 16384;
 
 // ---- tiling --------------------------------------------------------------------------------
-constexpr int BM = 64, BN = 64, BK = 64;        // block tile
-constexpr int WARPS_M = 1, WARPS_N = 4;
+constexpr int BM = 64, BN = 32, BK = 64;        // block tile
+constexpr int WARPS_M = 1, WARPS_N = 2;
 constexpr int THREADS = 32 * WARPS_M * WARPS_N;
 constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;  // warp tile
 constexpr int MI = WM / 16, NI = WN / 8;            // m16n8 mma tiles per warp
 constexpr int KSTEPS = BK / 16;                     // k16 sub-steps per smem tile
 constexpr int STAGES = 4;
-constexpr int GROUP_M = 8;
-constexpr int SPLIT_K = 16;
+constexpr int GROUP_M = 4;
+constexpr int SPLIT_K = 8;
 
 constexpr int TILES_M = (kM + BM - 1) / BM, TILES_N = (kN + BN - 1) / BN;
 constexpr int KTILES = (kK + BK - 1) / BK;          // the last one may be partial (zero-filled)
@@ -73,7 +73,7 @@ static_assert(WM % 16 == 0 && WN % 16 == 0, "ldmatrix.x4 covers 16 rows of A and
 static_assert(KSTEPS % 2 == 0, "fragment double-buffer parity must repeat every smem tile");
 static_assert(BM % WARPS_M == 0 && BN % WARPS_N == 0, "warps must tile the block");
 static_assert(KTILES >= SPLIT_K, "every K split needs at least one K tile");
-static_assert(SMEM_BYTES == 65536, "the family's smem estimate must match the kernel");
+static_assert(SMEM_BYTES == 49152, "the family's smem estimate must match the kernel");
 
 // ---- PTX wrappers --------------------------------------------------------------------------
 __device__ __forceinline__ uint32_t smem_u32(const void* p) {
@@ -352,13 +352,6 @@ extern "C" int cudal2_gemm(const __half* A, const __half* B, __half* C, int M, i
     if (M != kM || N != kN || K != kK) return (int)cudaErrorInvalidValue;  // rendered for one shape
     if (workspace == nullptr || workspace_bytes < WORKSPACE_BYTES) return (int)cudaErrorInvalidValue;
     float* partials = static_cast<float*>(workspace);
-    // More than 48 KB of dynamic smem needs a one-time opt-in per kernel.
-    static bool smem_opt_in_done = false;
-    if (!smem_opt_in_done) {
-        const cudaError_t e = cudaFuncSetAttribute(sm80_hgemm, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES);
-        if (e != cudaSuccess) return (int)e;
-        smem_opt_in_done = true;
-    }
     const dim3 grid(TILES_M * TILES_N, SPLIT_K);
     sm80_hgemm<<<grid, THREADS, SMEM_BYTES, stream>>>(A, B, C, partials);
     splitk_reduce<<<RED_BLOCKS, RED_THREADS, 0, stream>>>(partials, C);  // same stream: runs after
