@@ -1,12 +1,12 @@
 // ============================================================================================
 // cudal2 kernel family "sm80": Ampere-style tensor-core HGEMM (mma.sync), runs on sm_80+.
-// params: {"BK": 32, "BM": 128, "BN": 64, "GROUP_M": 8, "SPLIT_K": 1, "STAGES": 2, "WARPS_M": 2, "WARPS_N": 1}
+// params: {"BK": 64, "BM": 128, "BN": 128, "GROUP_M": 16, "SPLIT_K": 1, "STAGES": 2, "WARPS_M": 2, "WARPS_N": 2}
 // shape:  C[12288x1024] = A[12288x64] . B[1024x64]^T, all row-major fp16, fp32 accumulation
 // cudal2-shapes: 12288x1024x64
 //
-// Block tile 128x64x32, 64 threads = 2x1 warps, warp tile 64x64
-// (4x8 mma tiles of 16x8), 2 pipeline stages, 1536 CTAs (96x16 tiles x 1 K-splits),
-// 24576 bytes of dynamic shared memory.
+// Block tile 128x128x64, 128 threads = 2x2 warps, warp tile 64x64
+// (4x8 mma tiles of 16x8), 2 pipeline stages, 768 CTAs (96x8 tiles x 1 K-splits),
+// 65536 bytes of dynamic shared memory.
 //
 // Techniques, and where each one lives:
 //   * tensor cores through inline PTX: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32, fp32
@@ -44,14 +44,14 @@ namespace {
 constexpr int kM = 12288, kN = 1024, kK = 64;
 
 // ---- tiling --------------------------------------------------------------------------------
-constexpr int BM = 128, BN = 64, BK = 32;        // block tile
-constexpr int WARPS_M = 2, WARPS_N = 1;
+constexpr int BM = 128, BN = 128, BK = 64;        // block tile
+constexpr int WARPS_M = 2, WARPS_N = 2;
 constexpr int THREADS = 32 * WARPS_M * WARPS_N;
 constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;  // warp tile
 constexpr int MI = WM / 16, NI = WN / 8;            // m16n8 mma tiles per warp
 constexpr int KSTEPS = BK / 16;                     // k16 sub-steps per smem tile
 constexpr int STAGES = 2;
-constexpr int GROUP_M = 8;
+constexpr int GROUP_M = 16;
 constexpr int SPLIT_K = 1;
 
 constexpr int TILES_M = (kM + BM - 1) / BM, TILES_N = (kN + BN - 1) / BN;
@@ -72,7 +72,7 @@ static_assert(WM % 16 == 0 && WN % 16 == 0, "ldmatrix.x4 covers 16 rows of A and
 static_assert(KSTEPS % 2 == 0, "fragment double-buffer parity must repeat every smem tile");
 static_assert(BM % WARPS_M == 0 && BN % WARPS_N == 0, "warps must tile the block");
 static_assert(KTILES >= SPLIT_K, "every K split needs at least one K tile");
-static_assert(SMEM_BYTES == 24576, "the family's smem estimate must match the kernel");
+static_assert(SMEM_BYTES == 65536, "the family's smem estimate must match the kernel");
 
 // ---- PTX wrappers --------------------------------------------------------------------------
 __device__ __forceinline__ uint32_t smem_u32(const void* p) {
@@ -322,6 +322,13 @@ extern "C" int cudal2_gemm(const __half* A, const __half* B, __half* C, int M, i
     if (M != kM || N != kN || K != kK) return (int)cudaErrorInvalidValue;  // rendered for one shape
     (void)workspace; (void)workspace_bytes;
     float* partials = nullptr;
+    // More than 48 KB of dynamic smem needs a one-time opt-in per kernel.
+    static bool smem_opt_in_done = false;
+    if (!smem_opt_in_done) {
+        const cudaError_t e = cudaFuncSetAttribute(sm80_hgemm, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES);
+        if (e != cudaSuccess) return (int)e;
+        smem_opt_in_done = true;
+    }
     const dim3 grid(TILES_M * TILES_N, SPLIT_K);
     sm80_hgemm<<<grid, THREADS, SMEM_BYTES, stream>>>(A, B, C, partials);
     return (int)cudaGetLastError();
