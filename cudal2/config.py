@@ -99,6 +99,8 @@ class SearchConfig:
     max_candidates: int = _f(160, "Most candidates evaluated per shape (across resumed runs).", ge=1)
     max_rounds: int = _f(0, "Most proposal rounds per shape (across resumed runs); 0: no limit.", ge=0)
     target_speedup: float = _f(0.0, "Stop a shape early once its best score reaches this (0: never).", ge=0)
+    confirm: bool = _f(True, "Before publishing, measure the shape's best afresh, beside the library's entry for "
+                             "the shape, and publish only if it still scores higher.")
     explore: float = _f(0.25, "Share of each round drawn fresh from the prior rather than mutated from the best.",
                         ge=0, le=1.0)
     seed: int = _f(0, "Seed of the proposers' random choices.", ge=0)

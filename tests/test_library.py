@@ -74,3 +74,10 @@ def test_lookup_prefers_exact_then_range(tmp_path):
 def test_table_lists_entries(tmp_path):
     put(tmp_path, entry(tmp_path))
     assert list(Library(tmp_path).table["id"]) == ["e1"]
+
+
+def test_writer_compares_with_the_entry_score_measured_now(tmp_path):
+    assert writer.add(tmp_path, entry(tmp_path, "a", score=1.3), "// kernel\n")  # an inflated search score
+    assert not writer.add(tmp_path, entry(tmp_path, "b", score=1.1), "// kernel\n")
+    assert writer.add(tmp_path, entry(tmp_path, "b", score=1.1), "// kernel\n", rescored={"a": 1.0})
+    assert [e.id for e in manifest.read(tmp_path)] == ["b"]

@@ -3,9 +3,12 @@
 Candidates here fail at policy or build, which needs no GPU; the engine, population and store
 are the real ones."""
 
-from cudal2.harness.evaluate import Evaluator
+from cudal2.harness.evaluate import Evaluator, result_key
 from cudal2.harness.store import Store
+from cudal2.library import manifest
+from cudal2.library.manifest import Entry
 from cudal2.problem import Problem
+from cudal2.result import EvalResult, Stage
 from cudal2.search.engine import Search
 from cudal2.search.population import Population, normalized_hash
 from cudal2.search.proposers import Proposal
@@ -121,3 +124,50 @@ def test_pending_candidates_are_judged_even_past_the_budget(cfg, tmp_path):
     assert [m.status for m, _, _ in batch] == ["pending", "pending"]
     (out,) = make(cfg, [ListProposer([GARBAGE.format(n=9)])], tmp_path).run([P])
     assert out.evaluated == 2 and not Population(cfg.run.db).members(P, "pending")
+
+
+class FreshEvaluator:
+    """Stands in for the GPU at publish time: a fresh measurement returns the score given for the
+    candidate's name (the engine's decision is under test here, not the harness)."""
+    gpu_name = ""
+
+    def __init__(self, scores):
+        self.scores, self.calls = scores, []
+
+    def evaluate(self, cands, p, reuse=True, **kw):
+        self.calls.append(([c.name for c in cands], reuse))
+        return [_ok(p, self.scores[c.name]) for c in cands]
+
+
+def _ok(p, s):
+    return EvalResult("x", "h", p.M, p.N, p.K, stage=Stage.DONE, ok=True, speedup={"offline": {"vendor_default": s}})
+
+
+def _publish_with(cfg, tmp_path, fresh):
+    """Library entry 'old' scored 1.30 when published; the search's best 'new' scored 1.25 (both
+    maxima over short measurements); `fresh` gives what each measures now."""
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    old_src = "// old kernel\n"
+    (lib / "old.cu").write_text(old_src)
+    manifest.write(lib, [Entry(id="old", M=P.M, N=P.N, K=P.K, family="sm80", params={}, provenance={}, source="old.cu",
+                               source_sha256=manifest.sha256_text(old_src), device_sha256="", build={},
+                               measured={"score": 1.30}, gpu={}, date="2026-11-22")])
+    store, pop, src = Store(cfg.run.db), Population(cfg.run.db), "// new kernel\n"
+    mid = pop.add(P, "new", src, store.put_source(src), "sm80", {}, None, "template", 1)
+    pop.record(mid, True, "done", 1.25, "")
+    store.put(result_key(src, P, cfg, ""), _ok(P, 1.25))
+    ev = FreshEvaluator(fresh)
+    s = Search(cfg, store, ev, [], lib)
+    return s._publish(P, pop.best(P)[0]), manifest.read(lib), ev.calls
+
+
+def test_publish_measures_the_best_afresh_beside_the_entry_and_both_fresh_scores_decide(cfg, tmp_path):
+    published, entries, calls = _publish_with(cfg, tmp_path, {"new": 1.05, "old": 1.00})
+    assert calls == [(["new", "old"], False)]
+    assert published and [e.score for e in entries] == [1.05]
+
+
+def test_publish_keeps_the_entry_when_the_best_does_not_hold_up(cfg, tmp_path):
+    published, entries, _ = _publish_with(cfg, tmp_path, {"new": 0.95, "old": 1.00})
+    assert not published and [e.id for e in entries] == ["old"]

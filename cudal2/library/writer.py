@@ -2,7 +2,8 @@
 
 Guarantees: an entry is written only from a result that passed every check; its source is
 stored beside the manifest under a content-derived name; for a shape already in the library the
-better-scoring entry is kept (a tie keeps the existing one); the manifest is replaced atomically.
+better-scoring entry is kept (a tie keeps the existing one), comparing against an existing entry's
+score measured now when the caller passes one (`rescored`); the manifest is replaced atomically.
 
 Does not: measure or compare across GPUs: scores from the generating run are taken as measured.
 """
@@ -31,11 +32,14 @@ def entry_from(r: EvalResult, source: str, family: str, params: dict, provenance
                  date=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
 
 
-def add(folder: Path, e: Entry, source: str) -> bool:
-    """True when `e` went into the library (new shape, or better than the entry it replaces)."""
+def add(folder: Path, e: Entry, source: str, rescored: dict[str, float] | None = None) -> bool:
+    """True when `e` went into the library (new shape, or better than the entry it replaces).
+    `rescored` maps an existing entry's id to its score measured beside `e`'s, used instead of the
+    score in the manifest."""
     entries = manifest.read(folder)
     same = [x for x in entries if x.m_range is None and (x.M, x.N, x.K) == (e.M, e.N, e.K)]
-    if any(x.score >= e.score for x in same):
+    rescored = rescored or {}
+    if any(rescored.get(x.id, x.score) >= e.score for x in same):
         return False
     folder.mkdir(parents=True, exist_ok=True)
     (folder / e.source).write_text(source)

@@ -13,7 +13,10 @@ Guarantees:
 - budgets: minutes, candidates and rounds per shape, and an optional target score;
 - `next_round` is the proposing half alone (no GPU): `cudal2 generate --build-only` admits a round
   as pending candidates and builds them, and the GPU run that resumes the population judges them;
-- the best verified candidate of each shape is offered to the library, which keeps the better.
+- the best verified candidate of each shape is offered to the library, which keeps the better; with
+  `search.confirm` (the default) the best is first measured afresh beside the library's entry for
+  the shape, and both fresh scores decide (the search's own best score is biased high: it is the
+  maximum over many short measurements).
 
 Does not: write sources itself (proposers do) or decide verdicts (the harness does).
 """
@@ -32,9 +35,9 @@ from cudal2.config import Config
 from cudal2.harness.build import nvcc_version
 from cudal2.harness.evaluate import Candidate, Evaluator, stored
 from cudal2.harness.store import Store
-from cudal2.library import writer
+from cudal2.library import manifest, writer
 from cudal2.problem import Problem
-from cudal2.result import Stage
+from cudal2.result import EvalResult, Stage
 from cudal2.search import trace
 from cudal2.search.population import Member, Population
 from cudal2.search.proposers import Proposal, Proposer
@@ -192,11 +195,29 @@ class Search:
         r = stored(self.store, source, p, self.cfg, self.ev.gpu_name)
         if r is None or not r.ok:
             return False
+        old = [e for e in manifest.read(self.library_dir) if e.m_range is None and (e.M, e.N, e.K) == (p.M, p.N, p.K)]
+        if any(e.source_sha256 == manifest.sha256_text(source) for e in old):
+            return False  # already the library's entry (a resumed or repeated run)
+        sc, rescored = best.score, {}
+        if self.cfg.search.confirm:
+            r, sc, rescored = self._confirm(p, best.name, source, old)
+            if sc is None:
+                return False
         provenance = {"kind": best.proposer, "candidate": best.name}
         meta = self.pop.meta(best.id)
         if "model" in meta:
             provenance.update(model=meta["model"], prompt_hash=meta.get("prompt_hash", ""), output_mode=meta.get("output_mode"))
-        e = writer.entry_from(r, source, best.family, best.params, provenance, best.score, nvcc_version(self.cfg.build.nvcc),
+        e = writer.entry_from(r, source, best.family, best.params, provenance, sc, nvcc_version(self.cfg.build.nvcc),
                               self.cfg.build.flags, self.cfg.build.archs)
-        return writer.add(self.library_dir, e, source)
+        return writer.add(self.library_dir, e, source, rescored)
+
+    def _confirm(self, p: Problem, name: str, source: str, old: list[manifest.Entry]
+                 ) -> tuple[EvalResult, float | None, dict[str, float]]:
+        """The best candidate measured afresh, beside the library's entries `old` for the shape. The
+        search's score of its best is the highest of many short measurements, so it runs high (the
+        winner's curse); a fresh one is not selected on and compares fairly with the entry's."""
+        cands = [Candidate(name, source)] + [Candidate(e.id, (self.library_dir / e.source).read_text()) for e in old]
+        fresh = self.ev.evaluate(cands, p, reuse=False)
+        # An entry that fails now (or no longer builds here) scores 0: any verified candidate replaces it.
+        return fresh[0], score(fresh[0]), {e.id: score(f) or 0.0 for e, f in zip(old, fresh[1:])}
 
