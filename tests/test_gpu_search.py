@@ -1,0 +1,44 @@
+"""The search loop end to end on the GPU: template candidates judged, the best measured afresh
+before it is published, and a repeated run leaving the library alone."""
+
+import pytest
+
+from cudal2.config import Config
+from cudal2.harness.evaluate import Evaluator, stored
+from cudal2.harness.store import Store
+from cudal2.kernels import Limits, get_family
+from cudal2.library import manifest
+from cudal2.problem import Problem
+from cudal2.search.engine import Search
+from cudal2.search.proposers import TemplateProposer
+from cudal2.search.score import score
+
+pytestmark = pytest.mark.gpu
+
+P = Problem(128, 256, 512)
+
+
+def search(cfg: Config, lib):
+    store = Store(cfg.run.db)
+    return Search(cfg, store, Evaluator(cfg, store), [TemplateProposer([get_family("sm80")], Limits())], lib)
+
+
+def test_generate_publishes_the_best_with_its_fresh_measurement(tmp_path):
+    cfg = Config.load(build={"cache_dir": str(tmp_path / "cache")}, run={"db": str(tmp_path / "r.sqlite")},
+                      search={"families": ["sm80"], "batch": 2, "max_candidates": 2},
+                      timing={"repeats": 3, "server_calls": 4, "autotune_k": 4, "min_replay_ms": 0.2, "max_sets": 8})
+    lib = tmp_path / "lib"
+    s = search(cfg, lib)
+    (out,) = s.run([P])
+    assert out.verified >= 1 and out.published
+    [e] = manifest.read(lib)
+    src = (lib / e.source).read_text()
+    # The store holds the fresh (confirming) measurement of the published source; the entry carries it,
+    # not the search's own score of that candidate.
+    fresh = stored(s.store, src, P, cfg, s.ev.gpu_name)
+    assert e.score == score(fresh) and e.score != out.best.score
+    s.ev.close()
+    again = search(cfg, lib)
+    (out2,) = again.run([P])
+    assert not out2.published and manifest.read(lib) == [e]
+    again.ev.close()
