@@ -13,12 +13,13 @@ from __future__ import annotations
 import json
 import math
 import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from cudal2.report import geomean  # noqa: E402
 
 BANDS = {"<30": lambda b: b < 30, "30-35": lambda b: 30 <= b < 36, ">=36": lambda b: b >= 36, "all": lambda b: True}
-
-
-def geomean(xs: list[float]) -> float:
-    return math.exp(sum(map(math.log, xs)) / len(xs))
 
 
 def log_flops(r: dict) -> float:

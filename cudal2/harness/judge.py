@@ -246,12 +246,12 @@ class Judge:
                                         tc.min_replay_ms, tc.max_graph_calls, timeout))
             times: dict[str, dict] = {}
             if "offline" in tc.modes:
-                try:
-                    graphs = timing.build_graphs(self.stream, run, nsets, tc.min_replay_ms, tc.max_graph_calls, timeout)
-                except timing.CaptureError as e:
-                    raise Failed(Stage.TIMING, f"not stream-ordered: {e}") from None
-                except timing.Hang as e:
-                    raise Failed(Stage.TIMING, f"hang: {e}", Fault.HANG) from None
+                with faults(Stage.TIMING):
+                    try:
+                        graphs = timing.build_graphs(self.stream, run, nsets, tc.min_replay_ms, tc.max_graph_calls,
+                                                     timeout)
+                    except timing.CaptureError as e:
+                        raise Failed(Stage.TIMING, f"not stream-ordered: {e}") from None
                 # Drain the whole device, not just our stream, before the poison: work a candidate pushed
                 # to any other stream during the eager warm-up and capture must not land after it and pass
                 # for the output of the (empty) timed graph.
