@@ -1,7 +1,13 @@
-"""Build: candidate source -> shared library, with a content-keyed cache and parallel jobs.
+"""Build: candidate source -> binary artifact (a cubin for contract v2, a shared library for
+trusted v1 host code), with a content-keyed cache and parallel jobs.
 
 Guarantees:
 - the static policy runs first; a rejected source is never compiled, and the reason is kept;
+- a v2 source (one with a launch spec) is compiled as device code only (`nvcc -ptx`, then
+  `ptxas` to a cubin: no host pass, no `-rdc`); its spec must validate and its cubin must pass
+  `cubin.violations` (no writable globals, no unresolved symbols, every spec kernel an entry);
+  the cubin is built from canonical PTX, so its bytes, and `device_sha256`, are the same for the
+  same source, flags and toolkit in any folder on any machine;
 - the cache key is a hash of the source, the flags, the archs, the nvcc version and the
   CUTLASS headers' version, so a hit is exactly the library the same build would produce;
 - every build has its own folder and its own timeout; a build past it is killed with its whole
@@ -30,7 +36,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from cudal2.config import BuildConfig
-from cudal2.harness import policy
+from cudal2.harness import cubin, launch, policy
 
 
 @dataclass
@@ -42,7 +48,9 @@ class BuildResult:
     reason: str = ""
     log: str = ""              # compiler output (trimmed)
     resources: dict[str, dict[str, int]] = field(default_factory=dict)  # entry -> registers, smem...
-    device_sha256: str = ""    # hash of the device code (see device_code_sha256)
+    device_sha256: str = ""    # hash of the device code (the cubin; the .so's fatbin for v1)
+    kind: str = "shared_object"  # "cubin" (contract v2) or "shared_object" (v1 host code)
+    spec: dict | None = None   # the v2 launch spec (launch.LaunchSpec.to_dict())
     cached: bool = False
     seconds: float = 0.0
 
@@ -95,6 +103,20 @@ def nvcc_command(cfg: BuildConfig, src: str, out: str) -> list[str]:
     if inc := cutlass_include():
         cmd += ["-I", inc]
     return cmd + ["-o", out, src]
+
+
+def v2_commands(cfg: BuildConfig, src: str) -> tuple[list[str], list[str]]:
+    """(nvcc -> kernel.ptx, ptxas -> kernel.cubin). -lineinfo is left out: it writes the build
+    folder's path into the binary. One arch: the first of `cfg.archs` (the cubin is per arch)."""
+    arch = cfg.archs[0]
+    flags = [f for f in cfg.flags if f not in ("-lineinfo", "--generate-line-info")]
+    opt = [f for f in flags if re.fullmatch(r"-O\d", f)] or ["-O3"]
+    nvcc = [cfg.nvcc, "-ptx", f"-arch=compute_{arch[3:]}", *flags]
+    if inc := cutlass_include():
+        nvcc += ["-I", inc]
+    ptxas = [str(Path(cfg.nvcc).with_name("ptxas")) if os.sep in cfg.nvcc else "ptxas", f"-arch={arch}", opt[0], "-v",
+             "kernel.ptx", "-o", "kernel.cubin"]
+    return nvcc + ["-o", "kernel.ptx", src], ptxas
 
 
 def build_key(source: str, cfg: BuildConfig) -> str:
@@ -174,7 +196,11 @@ def _run_killable(cmd: list[str], cwd: str, timeout: float) -> tuple[int | None,
 def build(source: str, cfg: BuildConfig) -> BuildResult:
     t0 = time.monotonic()
     key = build_key(source, cfg)
-    found = policy.check(source, cfg.extra_headers)
+    try:
+        spec = launch.parse(source)
+    except launch.SpecError as e:
+        return BuildResult(False, key, "build", reason=f"launch spec: {e}", seconds=time.monotonic() - t0)
+    found = policy.check_device_only(source, cfg.extra_headers) if spec else policy.check(source, cfg.extra_headers)
     if found:
         return BuildResult(False, key, "policy", reason=policy.reason(found),
                            log="\n".join(map(str, found)), seconds=time.monotonic() - t0)
@@ -191,19 +217,13 @@ def build(source: str, cfg: BuildConfig) -> BuildResult:
     folder.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f"{key}.", dir=folder.parent))
     (work / "kernel.cu").write_text(source)
-    cmd = nvcc_command(cfg, "kernel.cu", "libkernel.so")
     try:
-        rc, log = _run_killable(cmd, str(work), cfg.timeout_s)
-    except FileNotFoundError:
+        rc, log, res = _compile_v2(work, cfg, folder, spec) if spec else _compile_v1(work, cfg, folder)
+    except FileNotFoundError as e:
         shutil.rmtree(work, ignore_errors=True)
-        return BuildResult(False, key, "build", reason=f"nvcc not found: {cfg.nvcc}", seconds=time.monotonic() - t0)
-    if rc is None:
-        res = BuildResult(False, key, "build", reason=f"build timed out after {cfg.timeout_s:.0f} s", log=_trim(log))
-    elif rc != 0:
-        res = BuildResult(False, key, "build", reason=_first_error(log), log=_trim(log))
-    else:
-        res = BuildResult(True, key, "build", lib_path=str(folder / "libkernel.so"), log=_trim(log),
-                          resources=parse_ptxas(log), device_sha256=device_code_sha256(str(work / "libkernel.so")))
+        return BuildResult(False, key, "build", reason=f"compiler not found: {e.filename or cfg.nvcc}",
+                           seconds=time.monotonic() - t0)
+    res.key = key
     res.seconds = time.monotonic() - t0
     (work / "build.json").write_text(json.dumps(res.to_dict()))
     (work / "build.log").write_text(log)
@@ -215,6 +235,46 @@ def build(source: str, cfg: BuildConfig) -> BuildResult:
     else:
         shutil.rmtree(work, ignore_errors=True)
     return res
+
+
+def _compile_v1(work: Path, cfg: BuildConfig, folder: Path) -> tuple[int | None, str, BuildResult]:
+    rc, log = _run_killable(nvcc_command(cfg, "kernel.cu", "libkernel.so"), str(work), cfg.timeout_s)
+    if rc is None or rc != 0:
+        return rc, log, _failed(rc, log, cfg)
+    return rc, log, BuildResult(True, "", "build", lib_path=str(folder / "libkernel.so"), log=_trim(log),
+                                resources=parse_ptxas(log),
+                                device_sha256=device_code_sha256(str(work / "libkernel.so")))
+
+
+def _compile_v2(work: Path, cfg: BuildConfig, folder: Path, spec: launch.LaunchSpec) -> tuple[int | None, str, BuildResult]:
+    to_ptx, to_cubin = v2_commands(cfg, "kernel.cu")
+    started = time.monotonic()
+    rc, log = _run_killable(to_ptx, str(work), cfg.timeout_s)
+    if rc is None or rc != 0:
+        return rc, log, _failed(rc, log, cfg)
+    ptx = work / "kernel.ptx"
+    ptx.write_text(cubin.canonical_ptx(ptx.read_text()))
+    rc, log2 = _run_killable(to_cubin, str(work), max(1.0, cfg.timeout_s - (time.monotonic() - started)))
+    log += log2
+    if rc is None or rc != 0:
+        return rc, log, _failed(rc, log, cfg)
+    ptx.unlink()  # large, and the source it came from is kept
+    data = (work / "kernel.cubin").read_bytes()
+    try:
+        bad = cubin.violations(cubin.inspect(data), [k.name for k in spec.kernels])
+    except cubin.CubinError as e:
+        bad = [f"unreadable cubin: {e}"]
+    if bad:
+        return rc, log, BuildResult(False, "", "build", reason="cubin: " + "; ".join(bad), log=_trim(log))
+    return rc, log, BuildResult(True, "", "build", lib_path=str(folder / "kernel.cubin"), log=_trim(log),
+                                resources=parse_ptxas(log), device_sha256=hashlib.sha256(data).hexdigest(),
+                                kind="cubin", spec=spec.to_dict())
+
+
+def _failed(rc: int | None, log: str, cfg: BuildConfig) -> BuildResult:
+    if rc is None:
+        return BuildResult(False, "", "build", reason=f"build timed out after {cfg.timeout_s:.0f} s", log=_trim(log))
+    return BuildResult(False, "", "build", reason=_first_error(log), log=_trim(log))
 
 
 def build_many(sources: Iterable[str], cfg: BuildConfig,

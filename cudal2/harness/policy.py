@@ -51,6 +51,13 @@ RULES: list[tuple[str, re.Pattern[str]]] = [(r, re.compile(p)) for r, p in [
     ("load_time_code", r"__attribute__\s*\(\(\s*(constructor|destructor)|\binit_priority\b"),
 ]]
 
+# Contract v2 files hold device code only: headers that declare device functions and types.
+DEVICE_HEADERS = (
+    "cuda_fp16.h", "cuda_bf16.h", "cuda.h", "cuda_runtime.h", "mma.h", "cuda/ptx", "cuda/barrier", "cuda/std/*",
+    "cooperative_groups.h", "cooperative_groups/*", "cute/*", "cutlass/*", "cstdint", "stdint.h", "cstddef",
+    "stddef.h", "climits", "type_traits",
+)
+
 _INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.M)
 _DRIVER_CALL = re.compile(r"\b(cu[A-Z]\w*)\s*\(")
 
@@ -126,6 +133,19 @@ def check(source: str, extra_headers: tuple[str, ...] | list[str] = ()) -> list[
             found.append(Violation("stream_escape", *at(m.start())))
     uniq = {(v.rule, v.line): v for v in found}
     return sorted(uniq.values(), key=lambda v: (v.line, v.rule))
+
+
+def check_device_only(source: str, extra_headers: tuple[str, ...] | list[str] = ()) -> list[Violation]:
+    """The static check of a contract v2 file: its includes only. Nothing else in it can run on the
+    host (it is compiled with no host pass), and what its device code may not do is checked on the
+    built cubin (`cubin.violations`), which no spelling in the source can dodge."""
+    code = strip_comments_and_strings(source)
+    found = []
+    for m in _INCLUDE.finditer(code):
+        if not any(fnmatch.fnmatchcase(m.group(1), pat) for pat in (*DEVICE_HEADERS, *extra_headers)):
+            ln = code.count("\n", 0, m.start()) + 1
+            found.append(Violation("header", ln, code.splitlines()[ln - 1].strip()[:120]))
+    return found
 
 
 def _top_level_commas(args: str) -> int:

@@ -1,0 +1,271 @@
+"""The v2 launch spec: what a device-only candidate declares, and its resolution for one shape.
+
+Guarantees:
+- `parse(source)` reads the one `/* cudal2-launch {json} */` block of a source and returns a
+  validated `LaunchSpec`, or raises `SpecError` with a one-line reason fit to show a model;
+  `None` when the source has no such block (a v1 file);
+- expressions are integer arithmetic over M, N and K only (literals, + - * // %, parentheses,
+  cdiv, min, max); they are evaluated by walking a whitelisted AST, never by `eval`;
+- `LaunchSpec.resolve(M, N, K)` gives concrete launches (grid, block, cluster, smem, args)
+  or raises `SpecError` when a value is out of range for that shape (grid not positive, grid not
+  a multiple of the cluster, block over 1024 threads, a workspace slice outside the workspace);
+- the spec round-trips through `to_dict`/`from_dict` (JSON-safe: it travels to workers and into
+  the library's manifest).
+
+Does not: load or launch anything (see `module.py`), or check the kernels' C++ signatures
+(the loader compares parameter sizes with the cubin).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+MAX_KERNELS = 8
+MAX_THREADS = 1024
+MAX_CLUSTER = 8
+SWIZZLES = (0, 32, 64, 128)
+SCALARS = ("M", "N", "K")
+MATRICES = ("A", "B", "C")
+
+_BLOCK = re.compile(r"/\*\s*cudal2-launch\b(.*?)\*/", re.S)
+
+
+class SpecError(ValueError):
+    """The launch spec is missing, malformed or out of range; the message is one line."""
+
+
+# ---- expressions -----------------------------------------------------------------------------
+_BINOPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+           ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b}
+_FUNCS = {"cdiv": (2, 2, lambda a, b: -(-a // b)), "min": (2, 8, min), "max": (2, 8, max)}
+_MAX_VALUE = 1 << 62
+
+
+def check_expr(text: str | int) -> None:
+    """Raise SpecError unless `text` is an allowed expression (or an int)."""
+    evaluate(text, {"M": 1, "N": 1, "K": 8}, checking=True)
+
+
+def evaluate(text: str | int, env: dict[str, int], checking: bool = False) -> int:
+    if isinstance(text, bool):
+        raise SpecError(f"{text!r} is not an integer expression")
+    if isinstance(text, int):
+        return text
+    if not isinstance(text, str) or len(text) > 200:
+        raise SpecError(f"{text!r} is not an integer expression (a string of at most 200 characters)")
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError:
+        raise SpecError(f"cannot parse expression {text!r}") from None
+
+    def walk(n: ast.AST) -> int:
+        if isinstance(n, ast.Expression):
+            return walk(n.body)
+        if isinstance(n, ast.Constant) and isinstance(n.value, int) and not isinstance(n.value, bool):
+            return n.value
+        if isinstance(n, ast.Name) and n.id in SCALARS:
+            return env[n.id]
+        if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub):
+            return -walk(n.operand)
+        if isinstance(n, ast.BinOp) and type(n.op) in _BINOPS:
+            a, b = walk(n.left), walk(n.right)
+            if isinstance(n.op, (ast.FloorDiv, ast.Mod)) and b == 0:
+                if checking:
+                    return 1
+                raise SpecError(f"division by zero in {text!r}")
+            v = _BINOPS[type(n.op)](a, b)
+            if abs(v) > _MAX_VALUE:
+                raise SpecError(f"{text!r} overflows")
+            return v
+        if (isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in _FUNCS and not n.keywords):
+            lo, hi, fn = _FUNCS[n.func.id]
+            if not lo <= len(n.args) <= hi:
+                raise SpecError(f"{n.func.id}() takes {lo} to {hi} arguments in {text!r}")
+            args = [walk(a) for a in n.args]
+            if n.func.id == "cdiv" and args[1] == 0:
+                if checking:
+                    return 1
+                raise SpecError(f"division by zero in {text!r}")
+            return fn(*args)
+        raise SpecError(f"{text!r}: only integers, M, N, K, + - * // %, parentheses, cdiv, min and max are allowed")
+
+    return walk(tree)
+
+
+# ---- the spec --------------------------------------------------------------------------------
+Expr = int | str
+
+
+@dataclass
+class KernelLaunch:
+    name: str
+    grid: list[Expr]
+    block: list[Expr]
+    args: list[Any]
+    cluster: list[Expr] = field(default_factory=lambda: [1, 1, 1])
+    smem: Expr = 0
+
+
+@dataclass
+class LaunchSpec:
+    kernels: list[KernelLaunch]
+    workspace: Expr = 0
+    m_tiles: list[int] = field(default_factory=lambda: [128])
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: Any) -> "LaunchSpec":
+        return _validate(d)
+
+    def workspace_bytes(self, M: int, N: int, K: int) -> int:
+        n = evaluate(self.workspace, {"M": M, "N": N, "K": K})
+        if n < 0:
+            raise SpecError(f"workspace {self.workspace!r} is negative for {M}x{N}x{K}")
+        return n
+
+    def resolve(self, M: int, N: int, K: int) -> list["Resolved"]:
+        env = {"M": M, "N": N, "K": K}
+        ws = self.workspace_bytes(M, N, K)
+        out = []
+        for k in self.kernels:
+            dims = {}
+            for what in ("grid", "block", "cluster"):
+                v = [evaluate(x, env) for x in getattr(k, what)]
+                v = v + [1] * (3 - len(v))
+                if any(x <= 0 for x in v):
+                    raise SpecError(f"kernel {k.name}: {what} {v} is not positive for {M}x{N}x{K}")
+                dims[what] = tuple(v)
+            g, b, c = dims["grid"], dims["block"], dims["cluster"]
+            if b[0] * b[1] * b[2] > MAX_THREADS:
+                raise SpecError(f"kernel {k.name}: block {b} has more than {MAX_THREADS} threads")
+            if c[0] * c[1] * c[2] > MAX_CLUSTER:
+                raise SpecError(f"kernel {k.name}: cluster {c} has more than {MAX_CLUSTER} CTAs")
+            if any(gi % ci for gi, ci in zip(g, c)):
+                raise SpecError(f"kernel {k.name}: grid {g} is not a multiple of cluster {c} for {M}x{N}x{K}")
+            if g[0] >= 1 << 31 or g[1] >= 1 << 16 or g[2] >= 1 << 16:
+                raise SpecError(f"kernel {k.name}: grid {g} exceeds the hardware limits")
+            smem = evaluate(k.smem, env)
+            if smem < 0:
+                raise SpecError(f"kernel {k.name}: smem {smem} is negative")
+            args = []
+            for a in k.args:
+                if isinstance(a, str):
+                    args.append((a, None))
+                elif "int" in a:
+                    v = evaluate(a["int"], env)
+                    if not -(1 << 31) <= v < 1 << 31:
+                        raise SpecError(f"kernel {k.name}: int {a['int']!r} = {v} does not fit in 32 bits")
+                    args.append(("int", v))
+                elif "ws" in a:
+                    off = evaluate(a["ws"], env)
+                    if off < 0 or off % 16 or (off >= ws and not (off == 0 and ws == 0)):
+                        raise SpecError(f"kernel {k.name}: workspace offset {a['ws']!r} = {off} is not a 16-byte "
+                                        f"aligned offset inside the {ws}-byte workspace")
+                    args.append(("ws", off))
+                else:
+                    args.append(("tmap", (a["tmap"], tuple(a["box"]), a["swizzle"])))
+            out.append(Resolved(k.name, g, b, c, smem, args))
+        return out
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """One launch of one call at one shape. `args` are (kind, value): kind in A B C M N K int ws tmap."""
+    name: str
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    cluster: tuple[int, int, int]
+    smem: int
+    args: list
+
+
+def parse(source: str) -> LaunchSpec | None:
+    blocks = _BLOCK.findall(source)
+    if not blocks:
+        return None
+    if len(blocks) > 1:
+        raise SpecError(f"{len(blocks)} cudal2-launch blocks: a file has exactly one")
+    try:
+        data = json.loads(blocks[0])
+    except json.JSONDecodeError as e:
+        raise SpecError(f"the cudal2-launch block is not valid JSON: {e}") from None
+    return _validate(data)
+
+
+def _dims(kname: str, what: str, v: Any) -> list[Expr]:
+    if not isinstance(v, list) or not 1 <= len(v) <= 3:
+        raise SpecError(f"kernel {kname}: {what} must be a list of 1 to 3 integers or expressions")
+    for x in v:
+        check_expr(x)
+    return list(v)
+
+
+def _arg(kname: str, a: Any) -> Any:
+    if isinstance(a, str):
+        if a in MATRICES or a in SCALARS:
+            return a
+        raise SpecError(f"kernel {kname}: unknown argument {a!r} (want A, B, C, M, N, K, or an object)")
+    if not isinstance(a, dict) or len(a) == 0:
+        raise SpecError(f"kernel {kname}: argument {a!r} is not a string or an object")
+    if set(a) == {"int"} or set(a) == {"ws"}:
+        check_expr(next(iter(a.values())))
+        return dict(a)
+    if "tmap" in a:
+        if set(a) - {"tmap", "box", "swizzle"}:
+            raise SpecError(f"kernel {kname}: tmap argument has unknown keys {sorted(set(a) - {'tmap', 'box', 'swizzle'})}")
+        if a["tmap"] not in MATRICES:
+            raise SpecError(f"kernel {kname}: tmap must name A, B or C, got {a['tmap']!r}")
+        box, sw = a.get("box"), a.get("swizzle", 0)
+        if (not isinstance(box, list) or len(box) != 2 or not all(isinstance(x, int) and not isinstance(x, bool)
+                                                                 and 1 <= x <= 256 for x in box)):
+            raise SpecError(f"kernel {kname}: tmap box must be [inner, outer], integers 1..256, got {box!r}")
+        if sw not in SWIZZLES:
+            raise SpecError(f"kernel {kname}: tmap swizzle must be one of {SWIZZLES}, got {sw!r}")
+        if (box[0] * 2) % 16:
+            raise SpecError(f"kernel {kname}: tmap box inner {box[0]} x 2 bytes is not a multiple of 16")
+        if sw and box[0] * 2 > sw:
+            raise SpecError(f"kernel {kname}: tmap box inner {box[0]} x 2 bytes exceeds the {sw}-byte swizzle span")
+        return {"tmap": a["tmap"], "box": list(box), "swizzle": sw}
+    raise SpecError(f"kernel {kname}: argument {a!r} is not one of int, ws, tmap")
+
+
+def _validate(d: Any) -> LaunchSpec:
+    if not isinstance(d, dict):
+        raise SpecError("the cudal2-launch block must hold a JSON object")
+    unknown = set(d) - {"kernels", "workspace", "m_tiles"}
+    if unknown:
+        raise SpecError(f"unknown key(s) in the launch spec: {', '.join(sorted(unknown))}")
+    ks = d.get("kernels")
+    if not isinstance(ks, list) or not 1 <= len(ks) <= MAX_KERNELS:
+        raise SpecError(f"'kernels' must be a list of 1 to {MAX_KERNELS} launches")
+    kernels = []
+    for i, k in enumerate(ks):
+        if not isinstance(k, dict):
+            raise SpecError(f"kernels[{i}] is not an object")
+        unknown = set(k) - {"name", "grid", "block", "cluster", "smem", "args"}
+        if unknown:
+            raise SpecError(f"kernels[{i}]: unknown key(s) {', '.join(sorted(unknown))}")
+        name = k.get("name")
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_]\w{0,200}", name):
+            raise SpecError(f"kernels[{i}]: 'name' must be the kernel's extern \"C\" name")
+        if not isinstance(k.get("args"), list):
+            raise SpecError(f"kernel {name}: 'args' must be a list")
+        smem = k.get("smem", 0)
+        check_expr(smem)
+        kernels.append(KernelLaunch(name=name, grid=_dims(name, "grid", k.get("grid")),
+                                    block=_dims(name, "block", k.get("block")),
+                                    cluster=_dims(name, "cluster", k.get("cluster", [1, 1, 1])),
+                                    smem=smem, args=[_arg(name, a) for a in k["args"]]))
+    ws = d.get("workspace", 0)
+    check_expr(ws)
+    tiles = d.get("m_tiles", [128])
+    if (not isinstance(tiles, list) or not 1 <= len(tiles) <= 4
+            or not all(isinstance(t, int) and not isinstance(t, bool) and 1 <= t <= 512 for t in tiles)):
+        raise SpecError("'m_tiles' must be a list of 1 to 4 integers in 1..512")
+    return LaunchSpec(kernels=kernels, workspace=ws, m_tiles=list(tiles))
