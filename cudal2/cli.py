@@ -83,9 +83,15 @@ def eval_cmd(kernel: Path = typer.Argument(..., help="A candidate .cu file (docs
         source = kernel.read_text()
     except (OSError, UnicodeDecodeError) as e:
         fail(f"cannot read kernel file {kernel}: {e.strerror if isinstance(e, OSError) else e}")
+    from cudal2.harness.launch import SpecError, parse as parse_spec
     from cudal2.harness.policy import strip_comments_and_strings
-    if not re.search(r"\bcudal2_gemm\s*\(", strip_comments_and_strings(source)):
-        fail(f"{kernel} has no cudal2_gemm entry point (see docs/kernel-contract.md)")
+    try:
+        v2 = parse_spec(source) is not None
+    except SpecError as e:
+        fail(f"{kernel}: bad cudal2-launch spec: {e}")
+    if not v2 and not re.search(r"\bcudal2_gemm\s*\(", strip_comments_and_strings(source)):
+        fail(f"{kernel} has neither a cudal2-launch spec (contract v2) nor a cudal2_gemm entry point (v1); "
+             "see docs/kernel-contract.md")
     cfg = load_config(config)
     cfg.timing.modes = ["offline", "server"] if mode == "both" else [mode]
     gpu = need_gpu()
@@ -94,7 +100,8 @@ def eval_cmd(kernel: Path = typer.Argument(..., help="A candidate .cu file (docs
     ev = Evaluator(cfg, Store(cfg.run.db), gpu_name=gpu)
     try:
         with out.status(f"evaluating {kernel.name} at {p} (build, verify, time)..."):
-            (r,) = ev.evaluate([Candidate(kernel.name, source)], p, profile=profile, reuse=False)
+            # The user's own file: trusted by them (v1 host code runs in a worker process of its own).
+            (r,) = ev.evaluate([Candidate(kernel.name, source, trust="user")], p, profile=profile, reuse=False)
     finally:
         ev.close()
     from cudal2.report import result_table

@@ -53,15 +53,21 @@ class BuildConfig:
 
 @dataclass
 class VerifyConfig:
-    gaussian_trials: int = _f(3, "Trials with fresh random inputs in the gaussian stage (one of them positive-mean).", ge=1)
+    gaussian_trials: int = _f(3, "Trials with fresh random inputs in the gaussian stage: a Gaussian, a positive-mean and "
+                                 "a cancelling one, then more Gaussian ones (at least the first three always run).", ge=1)
     error_ratio: float = _f(2.0, "A candidate's relative Frobenius error may be at most this multiple of cuBLAS's own "
-                                 "error against the fp32 reference (fp16 accumulation exceeds it).", gt=1.0)
+                                 "error against the float64 reference (fp16 accumulation, and fp16 partial sums in the "
+                                 "cancelling trial, exceed it many times over).", gt=1.0)
     max_error_ratio: float = _f(8.0, "Its largest element error may be at most this multiple of cuBLAS's largest.", gt=1.0)
     repeat_calls: int = _f(3, "Consecutive calls in the repeat stage, each with new contents in the same buffers.", ge=2)
     determinism_calls: int = _f(3, "Calls on identical inputs whose outputs must agree bit for bit.", ge=2)
     guard_bytes: int = _f(65536, "Canary bytes before and after A, B, C and the workspace.", ge=256)
     call_timeout_s: float = _f(10.0, "One candidate call (or one graph replay) running longer is a hang.", gt=0)
     max_workspace_bytes: int = _f(4 << 30, "Largest workspace a candidate may ask for.", ge=0)
+    rejudge_factor: float = _f(1.25, "A verified score above this multiple of the best score known for the shape (stored "
+                                     "results, the library's entry) is judged again in a fresh process before it counts.",
+                               gt=1.0)
+    rejudge_above: float = _f(1.5, "With no score known for the shape, a score above this is judged again.", gt=0)
 
 
 @dataclass

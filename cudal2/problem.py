@@ -11,6 +11,7 @@ Does not: know any GPU; the peaks come from the caller (see `harness/device.py`)
 from __future__ import annotations
 
 import json
+import random
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -101,15 +102,24 @@ class ShapeClaim:
             return True
         return any(lo <= p.M <= hi and p.N == n and p.K == k for lo, hi, n, k in self.ranges)
 
-    def verification_shapes(self, p: Problem) -> list[Problem]:
-        """Shapes to verify before `p` may be timed: `p` itself, plus for an M-range claim its
-        ends and odd M inside it, so a kernel cannot be right only at the timed M."""
-        shapes = [p]
+    def verification_shapes(self, p: Problem, m_tiles: list[int] | tuple[int, ...] = (128,),
+                            rng: random.Random | None = None) -> tuple[list[Problem], list[Problem]]:
+        """(shapes verified in full, shapes given the light check) before `p` may be timed: `p`
+        itself; for an M-range claim also its two ends in full, and, drawn afresh from `rng` (a
+        system random source by default) on every call, one M in the range for every residue class
+        modulo each of `m_tiles`, so a kernel right only at predictable M cannot pass."""
+        full, light = [p], []
+        rng = rng or random.SystemRandom()
         for lo, hi, n, k in self.ranges:
             if lo <= p.M <= hi and p.N == n and p.K == k:
-                inner = [m for m in (lo + 1, (lo + hi) // 2 | 1, hi - 1) if lo < m < hi]
-                shapes += [Problem(m, n, k) for m in (lo, hi, *inner)]
-        return list(dict.fromkeys(shapes))
+                full += [Problem(lo, n, k), Problem(hi, n, k)]
+                for t in sorted(set(m_tiles)):
+                    for r in range(t):
+                        first = lo + (r - lo) % t            # the smallest M >= lo with M % t == r
+                        if first <= hi:
+                            light.append(Problem(first + t * rng.randrange((hi - first) // t + 1), n, k))
+        full = list(dict.fromkeys(full))
+        return full, [s for s in dict.fromkeys(light) if s not in full]
 
 
 def parse_claim(source: str) -> ShapeClaim:

@@ -45,7 +45,7 @@ def test_every_completion_is_traced_and_loads_as_a_table(search):
     df = pd.read_json(search.cfg.llm.trace, lines=True)
     assert len(df) >= out.evaluated >= 2  # duplicates are traced but judged once
     assert {"prompt", "completion", "parent_id", "stage", "ok", "score", "speedup_offline"} <= set(df.columns)
-    assert df["prompt"][0][0]["role"] == "system" and "cudal2_gemm" in df["prompt"][0][0]["content"]
+    assert df["prompt"][0][0]["role"] == "system" and "cudal2-launch" in df["prompt"][0][0]["content"]
 
 
 def test_trace_loads_with_datasets(search):
@@ -67,8 +67,15 @@ def test_prompt_carries_retrieval_and_the_last_failures(search):
     assert any(c.title in user for c in lp.retrieved(P))
 
 
-def _kernel(kind, shape, name):
-    return corpus.make_chunk(f"{kind}/{name}", "// kernel " + name, f"{kind} {name}", kind, {"shape": list(shape)})
+V2 = ('/* cudal2-launch\n{"kernels": [{"name": "k", "grid": ["cdiv(M, 128)", "cdiv(N, 128)"], "block": [256], '
+      '"args": ["A", "B", "C", "M", "N", "K"]}]}\n*/\nextern "C" __global__ void k(const __half* A, const __half* B, '
+      '__half* C, int M, int N, int K) {}\n')
+V1 = 'extern "C" int cudal2_gemm(const __half* A, const __half* B, __half* C, int M, int N, int K) { return 0; }\n'
+
+
+def _kernel(kind, shape, name, source=V2):
+    return corpus.make_chunk(f"{kind}/{name}", f"// kernel {name}\n{source}", f"{kind} {name}", kind,
+                             {"shape": list(shape)})
 
 
 def test_retrieval_adds_the_nearest_library_kernel_other_than_this_shapes(cfg):
@@ -85,3 +92,53 @@ def test_retrieval_falls_back_to_the_nearest_seed_without_a_library(cfg):
     lp = LLMProposer(None, cfg, Store(cfg.run.db), "", H100, Retriever(chunks, ""))
     kernels = [c.id for c in lp.retrieved(Problem(64, 4096, 4096)) if c.kind != "note"]
     assert kernels == ["seed/thin"]
+
+
+def test_v1_kernels_are_never_shown_as_examples(cfg):
+    chunks = corpus.note_chunks() + [_kernel("library", (128, 256, 512 * 2), "v1-near", V1),
+                                     _kernel("library", (4096, 4096, 4096), "v2-far"),
+                                     _kernel("library", (128, 256, 256), "bad-spec", V2.replace('"kernels"', '"kernelz"'))]
+    lp = LLMProposer(None, cfg, Store(cfg.run.db), "", H100, Retriever(chunks, ""))
+    assert [c.id for c in lp.retrieved(P) if c.kind != "note"] == ["library/v2-far"]
+
+
+def _member(pop, store, name, source, score, family="sm80"):
+    mid = pop.add(P, name, source, store.put_source(source), family, {"BM": len(name)}, None, "template", 1)
+    pop.record(mid, True, "done", score)
+    return pop.member(mid)
+
+
+def test_parents_are_v2_members_only(cfg):
+    from cudal2.search.llm_proposer import select_parents
+
+    cfg.llm.output_mode = "diff"
+    store, pop = Store(cfg.run.db), Population(cfg.run.db)
+    v1 = _member(pop, store, "cutlass-best", V1, 1.3, family="sm90")
+    v2 = _member(pop, store, "sm80-second", V2, 1.1)
+    lp = LLMProposer(None, cfg, store, "", H100, None)
+    assert [m.id for m in select_parents(pop, P, 2, lp.editable)] == [v2.id]
+    msgs, mode, parent_src = lp.messages(P, pop, v2, _shared())
+    assert mode == "diff" and parent_src == V2 and V2.strip() in msgs[1]["content"]
+    # The v1 best stays in the history as a target, marked as a kernel the model cannot see.
+    user = lp.messages(P, pop, v2)[0][1]["content"]
+    assert "cutlass-best: score 1.300" in user and "its source is not available to you" in user
+    assert user.count("its source is not available") == 1
+    # A v1 parent given directly is never shown: the prompt falls back to a whole file from scratch.
+    msgs, mode, parent_src = lp.messages(P, pop, v1, _shared())
+    assert mode == "full" and parent_src is None and "cudal2_gemm(const" not in msgs[1]["content"]
+
+
+def test_only_v1_members_means_a_prompt_from_scratch(cfg):
+    from cudal2.search.llm_proposer import select_parents
+
+    store, pop = Store(cfg.run.db), Population(cfg.run.db)
+    _member(pop, store, "cutlass-best", V1, 1.3, family="sm90")
+    lp = LLMProposer(None, cfg, store, "", H100, None)
+    assert select_parents(pop, P, 3, lp.editable) == []
+
+
+def _shared():
+    return {"shape": {"M": P.M, "N": P.N, "K": P.K},
+            "gpu": {"name": "H100", "sm_count": 132, "l2_bytes": 50 << 20, "smem_per_block_optin": 232448,
+                    "max_sm_clock_mhz": 1980, "peak_tflops": 1070.0, "peak_tb_s": 3.35},
+            "floor_us": 1.0, "baselines": {}, "chunks": [], "history": [], "failures": []}

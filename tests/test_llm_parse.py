@@ -4,7 +4,8 @@ import pytest
 
 from cudal2.llm.parse import ParseError, apply_edits, candidate_source, full_file
 
-FILE = 'extern "C" int cudal2_gemm() { return 0; }\n'
+FILE = ('/* cudal2-launch\n{"kernels": [{"name": "k", "grid": [1], "block": [32], "args": ["A", "B", "C"]}]}\n*/\n'
+        'extern "C" __global__ void k(const __half* A, const __half* B, __half* C) {}\n')
 
 
 def test_single_cuda_block_is_the_file():
@@ -29,9 +30,28 @@ def test_missing_block_is_an_error():
         full_file("I would tile it 128x128.")
 
 
-def test_fragment_without_entry_point_is_an_error():
-    with pytest.raises(ParseError, match="cudal2_gemm"):
+def test_fragment_without_launch_spec_is_an_error():
+    with pytest.raises(ParseError, match="no /\\* cudal2-launch"):
         full_file("```cuda\n__global__ void k() {}\n```")
+
+
+def test_v1_host_file_is_an_error_that_names_the_launch_spec():
+    v1 = 'extern "C" int cudal2_gemm(const __half* A) { k<<<1, 32, 0, stream>>>(A); return 0; }\n'
+    with pytest.raises(ParseError, match="cudal2-launch.*JSON launch spec.*no host code"):
+        full_file(f"```cuda\n{v1}```")
+
+
+def test_launch_spec_in_a_separate_json_block_is_not_the_file():
+    kernel = 'extern "C" __global__ void k(__half* C) {}\n'
+    spec = '/* cudal2-launch {"kernels": []} */\n'
+    with pytest.raises(ParseError, match="cudal2-launch"):
+        full_file(f"```cuda\n{kernel}```\n```json\n{spec}```")
+
+
+def test_full_mode_does_not_validate_the_spec():
+    # A malformed spec is the harness's to report (policy stage, with the spec's own error message).
+    bad = '/* cudal2-launch {"kernels": 3} */\nextern "C" __global__ void k() {}\n'
+    assert candidate_source(f"```cuda\n{bad}```", "full", None) == bad
 
 
 PARENT = "int a = 1;\nint b = 2;\nint c = 3;\n"

@@ -52,10 +52,25 @@ def test_exact_claim_covers_only_its_shapes():
     assert c.covers(Problem(128, 4096, 4096)) and not c.covers(Problem(256, 4096, 4096))
 
 
-def test_range_claim_is_verified_at_its_ends_and_inside():
+def test_range_claim_is_verified_in_full_at_its_ends():
     c = parse_claim("// cudal2-shapes: M=64-4096 N=4096 K=4096\n")
-    ms = {p.M for p in c.verification_shapes(Problem(128, 4096, 4096))}
-    assert {128, 64, 4096} <= ms and any(m % 2 for m in ms)
+    full, _ = c.verification_shapes(Problem(128, 4096, 4096))
+    assert {p.M for p in full} == {128, 64, 4096}
+
+
+def test_range_claim_covers_every_residue_class_of_each_tile():
+    c = parse_claim("// cudal2-shapes: M=64-4096 N=4096 K=4096\n")
+    full, light = c.verification_shapes(Problem(128, 4096, 4096), [128, 96])
+    ms = {p.M for p in full + light}
+    for t in (128, 96):
+        assert {m % t for m in ms} == set(range(t))
+    assert all(64 <= m <= 4096 for m in ms)
+
+
+def test_range_verification_points_are_drawn_afresh():
+    c = parse_claim("// cudal2-shapes: M=1-8192 N=64 K=64\n")
+    draws = {tuple(sorted(p.M for p in c.verification_shapes(Problem(8, 64, 64))[1])) for _ in range(3)}
+    assert len(draws) == 3
 
 
 def test_unreadable_claim_is_an_error():

@@ -128,30 +128,79 @@ def test_seed_chunks_carry_family_params_and_shape(chunks):
         assert c.meta["family"] and c.meta["params"] and parse_claim(c.text).covers(Problem(M, N, K))
 
 
-def test_a_family_that_fails_to_render_is_skipped_with_a_warning(monkeypatch):
-    from cudal2.kernels import families
+V2 = ('// cudal2-shapes: {M}x{N}x{K}\n/* cudal2-launch\n{{"kernels": [{{"name": "k", "grid": [1], "block": [32], '
+      '"args": ["A", "B", "C"]}}]}}\n*/\nextern "C" __global__ void k(const __half* A, const __half* B, __half* C) {{}}\n')
+V1 = 'extern "C" int cudal2_gemm(const __half* A, const __half* B, __half* C, int M, int N, int K) { return 0; }\n'
 
-    fams = families()
-    broken = sorted(fams)[0]
+
+class _FakeFamily:
+    """A family whose renders are v2 or v1, as asked."""
+
+    def __init__(self, v2=True):
+        self.v2 = v2
+
+    def valid_points(self, p, lim):
+        return [{"T": 1}, {"T": 2}]
+
+    def prior(self, params, p, lim):
+        return params["T"]
+
+    def render(self, params, p):
+        return V2.format(M=p.M, N=p.N, K=p.K) if self.v2 else V1
+
+
+def test_is_v2_accepts_only_a_valid_launch_spec():
+    assert corpus.is_v2(V2.format(M=1, N=8, K=8))
+    assert not corpus.is_v2(V1)                                   # no spec: v1
+    assert not corpus.is_v2(V2.replace('"block"', '"blocks"'))    # malformed spec: not v2 either
+    assert not corpus.is_v2(V2 + V2)                              # two spec blocks
+
+
+def test_only_v2_families_give_seeds(monkeypatch):
+    monkeypatch.setattr(corpus, "_load_families", lambda: {"devonly": _FakeFamily(True), "hostcode": _FakeFamily(False)})
+    seeds = corpus.seed_chunks(shapes=[(1024, 1024, 1024)], per_shape=2)
+    assert [c.id for c in seeds] == ["seed/devonly/1024x1024x1024/0", "seed/devonly/1024x1024x1024/1"]
+    assert all(corpus.is_v2(c.text) for c in seeds)
+
+
+def test_seeds_of_the_real_families_are_v2_and_never_cutlass(chunks):
+    seeds = [c for c in chunks if c.kind == "seed"]
+    assert all(corpus.is_v2(c.text) for c in seeds)
+    assert all(c.meta["family"] != "sm90" for c in seeds)   # the CUTLASS family is v1, trusted-only
+
+
+def test_a_family_that_fails_to_render_is_skipped_with_a_warning(monkeypatch):
+    fams = {"broken": _FakeFamily(), "fine": _FakeFamily()}
 
     def boom(*a, **k):
         raise RuntimeError("mid-edit")
-    monkeypatch.setattr(fams[broken], "render", boom)
-    with pytest.warns(UserWarning, match=broken):
+    monkeypatch.setattr(fams["broken"], "render", boom)
+    monkeypatch.setattr(corpus, "_load_families", lambda: fams)
+    with pytest.warns(UserWarning, match="broken"):
         seeds = corpus.seed_chunks(shapes=[(1024, 1024, 1024)], per_shape=1)
-    assert all(c.meta["family"] != broken for c in seeds)
-    assert len(seeds) == len(fams) - 1
+    assert [c.meta["family"] for c in seeds] == ["fine"]
 
 
 def test_library_chunk_has_source_under_measured_header(tmp_path):
-    src = 'extern "C" int cudal2_gemm() { return 0; }\n'
+    src = V2.format(M=4096, N=4096, K=4096)
     (tmp_path / "k.cu").write_text(src)
     sha = hashlib.sha256(src.encode()).hexdigest()
-    manifest.write(tmp_path, [_entry("4096x4096x4096-sm90-abc", 4096, 4096, 4096, score=1.07, sha=sha)])
+    manifest.write(tmp_path, [_entry("4096x4096x4096-sm80-abc", 4096, 4096, 4096, score=1.07, sha=sha)])
     [c] = corpus.library_chunks(tmp_path)
     assert c.kind == "library" and c.meta["shape"] == [4096, 4096, 4096]
     head, _, body = c.text.partition("\n\n")
     assert "score 1.070" in head and "offline speedup: cublas 1.070x" in head and body == src
+    assert corpus.is_v2(c.text)   # the measured header does not hide the spec
+
+
+def test_v1_library_entries_are_not_chunks(tmp_path):
+    (tmp_path / "v1.cu").write_text(V1)
+    (tmp_path / "v2.cu").write_text(V2.format(M=64, N=64, K=64))
+    manifest.write(tmp_path, [
+        _entry("4096x4096x4096-sm90-abc", 4096, 4096, 4096, source="v1.cu", sha=hashlib.sha256(V1.encode()).hexdigest()),
+        _entry("64x64x64-sm80-def", 64, 64, 64, source="v2.cu",
+               sha=hashlib.sha256(V2.format(M=64, N=64, K=64).encode()).hexdigest())])
+    assert [c.meta["entry"] for c in corpus.library_chunks(tmp_path)] == ["64x64x64-sm80-def"]
 
 
 # ---- shape distance --------------------------------------------------------------------------------
@@ -187,12 +236,12 @@ def _task_vars(chunks, mode, parent=None):
 @pytest.mark.parametrize("mode", ["full", "diff"])
 def test_render_prompt_has_contract_shape_and_chunk_titles(retriever, mode):
     picked = retriever.search("TMA tensor map swizzle", 3, 6000)
-    parent = '// parent kernel\nextern "C" int cudal2_gemm(/* ... */) { return 0; }\n'
+    parent = "// parent kernel\n" + V2.format(M=128, N=4096, K=4096)
     system_vars = {**render.contract_vars(Config()), "output_mode": mode}
     msgs = render.render_prompt(system_vars, _task_vars(picked, mode, parent if mode == "diff" else None))
     assert [m["role"] for m in msgs] == ["system", "user"]
     system, user = msgs[0]["content"], msgs[1]["content"]
-    assert "cudal2_gemm" in system
+    assert "/* cudal2-launch" in system and 'extern "C" __global__' in system
     assert "M=128, N=4096, K=4096" in user
     assert picked and all(c.title in user for c in picked)
     if mode == "diff":
@@ -202,11 +251,46 @@ def test_render_prompt_has_contract_shape_and_chunk_titles(retriever, mode):
         assert "<<<<<<< SEARCH" not in system and "```cuda block" in system + user
 
 
-def test_system_prompt_lists_the_policy_allow_lists():
-    system = render.render_prompt({**render.contract_vars(Config()), "output_mode": "full"},
-                                  _task_vars([], "full"))[0]["content"]
-    assert all(h in system for h in policy.ALLOWED_HEADERS)
-    assert all(d in system for d in policy.ALLOWED_DRIVER)
+def _system(mode="full", flat=False):
+    text = render.render_prompt({**render.contract_vars(Config()), "output_mode": mode},
+                                _task_vars([], mode, "x" if mode == "diff" else None))[0]["content"]
+    return " ".join(text.split()) if flat else text
+
+
+def test_system_prompt_lists_the_v2_headers_and_no_host_api():
+    system = _system()
+    listed = system.split("Only these may be included: ")[1].split(". ")[0].split(", ")
+    assert listed == list(policy.DEVICE_HEADERS)
+    assert not any(d in system for d in policy.ALLOWED_DRIVER)   # no driver calls in a v2 file
+    for gone in ("cudal2_gemm", "cudal2_workspace_bytes", "cudaStream_t", "static bool"):
+        assert gone not in system
+
+
+def test_system_prompt_states_the_launch_spec_limits_and_vocabulary():
+    from cudal2.harness import launch
+
+    system = _system(flat=True)
+    assert f"1 to {launch.MAX_KERNELS}" in system and f"at most {launch.MAX_THREADS} threads" in system
+    assert f"at most {launch.MAX_CLUSTER} CTAs" in system
+    assert " \\| ".join(map(str, launch.SWIZZLES)) in system
+    for word in ("`kernels`", "`workspace`", "`m_tiles`", "`kernels[].name`", "`kernels[].grid`", "`.block`",
+                 "`.cluster`", "`kernels[].smem`", "`kernels[].args`",
+                 '{"int": "expr"}', '{"ws": "expr"}', '"tmap"', "__grid_constant__ CUtensorMap", "cdiv(a, b)",
+                 "min(a, b, ...)", "max(a, b, ...)", "in order, on the caller's stream"):
+        assert word in system, word
+    # the spec example the prompt shows is itself a valid spec
+    example = next(b for b in _system().split("```c\n")[1:] if "cudal2-launch" in b).split("```")[0]
+    spec = launch.parse(example)
+    assert [k.name for k in spec.kernels] == ["gemm_partials", "reduce_partials"]
+    assert spec.resolve(4096, 4096, 4096)[0].grid == (1024, 2, 1)
+
+
+def test_system_prompt_states_what_the_judge_does_before_and_after_every_call():
+    system = _system(flat=True)
+    for fact in ("workspace with fresh random bytes", "C with random finite values", "regenerates the inputs",
+                 "After every timed call", "fp16 partial sums", "cancelling", "__device__", "printf",
+                 "device-side kernel launches", "-cubin"):
+        assert fact in system, fact
 
 
 def test_missing_task_variable_is_an_error_naming_it():

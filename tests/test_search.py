@@ -14,8 +14,10 @@ from cudal2.search.population import Population, normalized_hash
 from cudal2.search.proposers import Proposal
 
 P = Problem(64, 64, 64)
-GARBAGE = "this is not CUDA {n}"
-FORBIDDEN = "#include <thread>\n// variant {n}\nextern \"C\" int cudal2_gemm();\n"
+# Untrusted sources: v2 (a launch spec) that does not compile, and v2 with a forbidden header.
+SPEC = '/* cudal2-launch {{"kernels": [{{"name": "k", "grid": [1], "block": [32], "args": ["C"]}}]}} */\n'
+GARBAGE = SPEC + "this is not CUDA {n}"
+FORBIDDEN = SPEC + "#include <thread>\n// variant {n}\n"
 
 
 class ListProposer:

@@ -12,8 +12,8 @@ from .conftest import KERNELS
 
 P = Problem(64, 64, 64)
 # Candidates whose verdicts need no GPU: rejected by the policy or by the compiler.
-CANDS = [Candidate("sync", (KERNELS / "bad" / "sync_device.cu").read_text()),
-         Candidate("syntax", (KERNELS / "bad" / "syntax_error.cu").read_text())]
+CANDS = [Candidate("sync", (KERNELS / "bad" / "sync_device.cu").read_text(), trust="user"),
+         Candidate("syntax", (KERNELS / "bad" / "syntax_error.cu").read_text(), trust="user")]
 
 
 def test_result_survives_reopening(tmp_path):

@@ -1,21 +1,30 @@
-"""The judge: stage-by-stage verification and timing of one built candidate at one shape.
+"""The judge: stage-by-stage verification and timing of one built artifact at one shape.
 
-Runs only inside the worker process (see `worker.py`): it loads untrusted code.
+Runs only inside the worker process (see `worker.py`). A contract v2 artifact is a cubin: the
+judge loads a fresh module and launches its kernels itself from the launch spec, so no code of
+the candidate's runs on the host. A v1 artifact (trusted host code only) is a shared library,
+judged in a worker process of its own that leaves after the job.
 
 Guarantees, in order (the first failure stops the run and is recorded with its stage):
-- load: the library opens and exports `cudal2_gemm`; the workspace it asks for is allowed.
-- Every candidate call: the workspace is filled with garbage and C with NaN first; the call
-  runs before any reference; its status must be 0; the stream must drain within the deadline
-  (else a hang); then A and B must be bitwise unchanged ("inputs") and every guard region intact
-  ("canary"), and only then is the output compared.
+- load: the module loads and matches its spec (v2), or the library exports `cudal2_gemm` (v1);
+  the workspace it asks for is allowed.
+- Every candidate call, in every stage: `guards.prep` first fills the workspace with fresh random
+  bytes and C with random answer-scale values; the call runs before any reference; its status
+  must be 0; the stream, then the whole device, must drain within the deadline (else a hang);
+  then A and B must be bitwise unchanged ("inputs") and every guard region intact ("canary"),
+  and only then is the output compared.
 - exact: {-1, 0, 1} inputs, output equal to the exact result.
-- gaussian: Gaussian and positive-mean (uniform) trials, error against a float64 reference within
-  `error_ratio` x cuBLAS's error (relative Frobenius) and `max_error_ratio` x (largest element).
+- gaussian: a Gaussian, a positive-mean and a cancelling trial (see `buffers.fill`), error
+  against a float64 reference within `error_ratio` x cuBLAS's error (relative Frobenius) and
+  `max_error_ratio` x (largest element).
 - repeat: consecutive calls through the same pointers, new contents each time, each checked.
 - determinism: identical inputs, outputs equal bit for bit.
-- timing: offline and server timing beside the baselines; the call must capture into a graph;
-  outputs of timed calls are checked, then new contents go through the same pointers and the
-  graph is replayed and checked again (pointer-keyed caches fail here).
+- timing: offline and server beside the baselines. Around every call of every runner,
+  `guards.prep` regenerates the smaller operand densely (no two timed calls see the same
+  inputs) and `guards.spot` checks the output at positions drawn after the call; every
+  candidate call must be checked and none may fail. The guards' own cost is timed alone in the
+  same rounds and subtracted. After timing, the fixed operand is compared with its untouched
+  copy, and the final outputs of a sample of sets are checked in full.
 - sanity: no time below the physical floor of the shape.
 Inputs are drawn fresh (unpredictable seed) for every trial; seeds are recorded in `checks`.
 
@@ -33,10 +42,10 @@ from dataclasses import dataclass
 import cupy as cp
 
 from cudal2.config import Config
-from cudal2.harness import buffers, compare, timing
+from cudal2.harness import buffers, compare, guards, timing
+from cudal2.harness.artifact import JudgeRequest
 from cudal2.harness.baselines import Cublas, Sets, autotuned as baselines_autotuned, runners as baseline_runners
 from cudal2.harness.device import DeviceInfo, probe, sm_clock_mhz
-from cudal2.harness.loader import LoadError, load_candidate
 from cudal2.harness.worker import beat
 from cudal2.problem import Problem
 from cudal2.result import Fault, Stage, Timing
@@ -69,9 +78,28 @@ def device() -> DeviceInfo:
     return _device
 
 
+def load(req: JudgeRequest):
+    """The callable candidate: a fresh v2 module, or a v1 library (in a process that leaves after)."""
+    try:
+        if req.kind == "cubin":
+            from cudal2.harness.launch import SpecError
+            from cudal2.harness.module import LoadError as ModuleLoadError, load as load_module
+            try:
+                return load_module(req.binary, req.spec)
+            except (ModuleLoadError, SpecError, OSError) as e:
+                raise Failed(Stage.LOAD, str(e)) from None
+        from cudal2.harness.loader import LoadError, load_candidate
+        try:
+            return load_candidate(req.binary)
+        except LoadError as e:
+            raise Failed(Stage.LOAD, str(e)) from None
+    except cp.cuda.runtime.CUDARuntimeError as e:
+        raise Failed(Stage.LOAD, f"CUDA error: {e}", Fault.CUDA_ERROR) from None
+
+
 @dataclass
 class Trial:
-    """Guarded A, B, C and workspace for one shape, with saved copies of the inputs."""
+    """Guarded A, B, C and workspace for one shape."""
     p: Problem
     A: buffers.Guarded
     B: buffers.Guarded
@@ -93,22 +121,28 @@ class Trial:
 
     def fill(self, dist: str) -> int:
         seed = buffers.new_seed()
-        buffers.fill(self.a, dist, seed)
-        buffers.fill(self.b, dist, seed + 1)
+        da, db = ("positive", "alternating") if dist == "cancel" else (dist, dist)
+        buffers.fill(self.a, da, seed)
+        buffers.fill(self.b, db, seed + 1)
         return seed
 
 
+GAUSSIAN_DISTS = ("normal", "uniform", "cancel")
+
+
 class Judge:
-    def __init__(self, lib_path: str | None, cfg: Config):
-        """`lib_path` None judges nothing and times the baselines alone."""
-        self.cfg = cfg
+    def __init__(self, req: JudgeRequest | None, cfg: Config):
+        """`req` None judges nothing and times the baselines alone."""
+        self.cfg, self.req = cfg, req
         self.stream = cp.cuda.Stream(non_blocking=False)  # blocking: legacy-stream use breaks capture
-        try:
-            self.cand = load_candidate(lib_path) if lib_path else None
-        except LoadError as e:
-            raise Failed(Stage.LOAD, str(e)) from None
+        self.cand = load(req) if req else None
         self.checks: dict = {}
         self._cublas: Cublas | None = None
+        self.vlog = guards.Log()   # the verification stages' prep counters (not checked)
+
+    def close(self) -> None:
+        if self.cand is not None and hasattr(self.cand, "close"):
+            self.cand.close()   # unload the module: nothing of this candidate outlives its judging
 
     @property
     def cublas(self) -> Cublas:
@@ -123,19 +157,19 @@ class Judge:
         try:
             n = self.cand.workspace_bytes(p.M, p.N, p.K)
         except Exception as e:
-            raise Failed(Stage.LOAD, f"cudal2_workspace_bytes failed: {e}") from None
+            raise Failed(Stage.LOAD, f"workspace size failed for {p}: {e}") from None
         if n > self.cfg.verify.max_workspace_bytes:
             raise Failed(Stage.LOAD, f"asks for {n} workspace bytes, more than the limit "
                                      f"{self.cfg.verify.max_workspace_bytes}")
         return n
 
     def call(self, t: Trial, stage: Stage) -> None:
-        """Poisoned output, garbage workspace, one call, wait, then inputs and canaries checked."""
+        """Random workspace and C, one call, wait for the device, then inputs and canaries checked."""
         v = self.cfg.verify
         a_copy, b_copy = t.a.copy(), t.b.copy()
-        buffers.poison(t.c)
-        buffers.garbage(t.W.view(cp.uint8, (t.ws_bytes,)))
+        guards.prep(self.stream, self.vlog, t.W.ptr, t.ws_bytes, t.c, t.p.K)
         self.guarded_call(t.A.ptr, t.B.ptr, t.C.ptr, t.p, t.W.ptr, t.ws_bytes, stage, v.call_timeout_s)
+        self.drain_device(stage, v.call_timeout_s)   # the device is idle after the call
         if not (bool((t.a.view(cp.uint16) == a_copy.view(cp.uint16)).all())
                 and bool((t.b.view(cp.uint16) == b_copy.view(cp.uint16)).all())):
             raise Failed(Stage.INPUTS, "the call modified A or B")
@@ -148,7 +182,7 @@ class Judge:
         with self.stream:
             rc = self.cand.call(a, b, c, p.M, p.N, p.K, w, wb, self.stream.ptr)
             if rc != 0:
-                raise Failed(stage, f"cudal2_gemm returned {rc} ({_error_name(rc)})")
+                raise Failed(stage, f"the call returned {rc} ({_error_name(rc)})")
             self.wait(stage, timeout)
 
     def wait(self, stage: Stage, timeout: float) -> None:
@@ -163,7 +197,9 @@ class Judge:
             cp.cuda.runtime.deviceSynchronize()
 
     # --- stages ------------------------------------------------------------------------------
-    def verify(self, p: Problem) -> None:
+    def verify(self, p: Problem, light: bool = False) -> None:
+        """Every verification stage at `p`; `light`: the exact stage and the cancelling trial only
+        (for the many M values of an M-range)."""
         v = self.cfg.verify
         t = Trial.make(p, self.workspace_bytes(p), v.guard_bytes)
         key = str(p)
@@ -173,30 +209,31 @@ class Judge:
             ok, st = compare.exact(t.c, compare.reference(t.a, t.b))
             self.record(key, "exact", seed=seed, **st)
             if not ok:
-                raise Failed(Stage.EXACT, f"{st['mismatches']} of {st['elements']} outputs differ from the exact result")
-
+                raise Failed(Stage.EXACT, f"{st['mismatches']} of {st['elements']} outputs differ from the exact "
+                                          f"result at {p}")
             vendor = cp.empty_like(t.c)
-            for trial in range(v.gaussian_trials):
-                dist = "uniform" if trial == 1 else "normal"
+            dists = ["cancel"] if light else [GAUSSIAN_DISTS[i] if i < len(GAUSSIAN_DISTS) else "normal"
+                                              for i in range(max(v.gaussian_trials, len(GAUSSIAN_DISTS)))]
+            for dist in dists:
                 seed = t.fill(dist)
                 self.call(t, Stage.GAUSSIAN)
                 self.tolerance_check(t.a, t.b, t.c, vendor, Stage.GAUSSIAN, key, dist=dist, seed=seed)
-
-            for r in range(v.repeat_calls):
-                seed = t.fill("normal")  # new contents, same pointers
-                self.call(t, Stage.REPEAT)
-                self.tolerance_check(t.a, t.b, t.c, vendor, Stage.REPEAT, key, call=r, seed=seed)
-
-            seed = t.fill("normal")
-            self.call(t, Stage.DETERMINISM)
-            first = t.c.copy()
-            for d in range(1, v.determinism_calls):
+            if not light:
+                for r in range(v.repeat_calls):
+                    seed = t.fill("normal")  # new contents, same pointers
+                    self.call(t, Stage.REPEAT)
+                    self.tolerance_check(t.a, t.b, t.c, vendor, Stage.REPEAT, key, call=r, seed=seed)
+                seed = t.fill("normal")
                 self.call(t, Stage.DETERMINISM)
-                ok, st = compare.bitwise(t.c, first)
-                if not ok:
-                    self.record(key, "determinism", seed=seed, **st)
-                    raise Failed(Stage.DETERMINISM, f"call {d + 1} differs from call 1 in {st['differing']} outputs "
-                                                    "on identical inputs (a race or order-dependent reduction)")
+                first = t.c.copy()
+                for d in range(1, v.determinism_calls):
+                    self.call(t, Stage.DETERMINISM)
+                    ok, st = compare.bitwise(t.c, first)
+                    if not ok:
+                        self.record(key, "determinism", seed=seed, **st)
+                        raise Failed(Stage.DETERMINISM, f"call {d + 1} differs from call 1 in {st['differing']} "
+                                                        "outputs on identical inputs (a race or order-dependent "
+                                                        "reduction)")
         del t
         cp.get_default_memory_pool().free_all_blocks()
 
@@ -207,7 +244,7 @@ class Judge:
         self.record(key, stage.value, **info, **st)
         if not ok:
             if st["nonfinite"]:
-                raise Failed(stage, f"{st['nonfinite']} outputs are NaN/Inf (unwritten or overflowed) ({_info(info)})")
+                raise Failed(stage, f"{st['nonfinite']} outputs are NaN/Inf ({_info(info)})")
             raise Failed(stage, f"error {st['rel']:.2e} (max {st['max']:.2e}) vs cuBLAS {st['vendor_rel']:.2e} "
                                 f"(max {st['vendor_max']:.2e}): over {self.cfg.verify.error_ratio}x / "
                                 f"{self.cfg.verify.max_error_ratio}x ({_info(info)})")
@@ -216,25 +253,31 @@ class Judge:
         self.checks.setdefault(key, {}).setdefault(name, []).append(stats)
 
     def time(self, p: Problem) -> dict:
-        """Both timing modes beside the baselines, with the timed outputs checked."""
+        """Both timing modes beside the baselines, every call prepared and spot-checked."""
         tc, dev = self.cfg.timing, device()
         timeout = self.cfg.verify.call_timeout_s
-        set_bytes = p.min_bytes * (2 if "cublas" in tc.baselines else 1)
+        regen_a = p.M <= p.N  # regenerate the smaller operand: least extra traffic
+        with_bt = "cublas" in tc.baselines
+        set_bytes = p.min_bytes + 2 * p.K * (p.N if regen_a else p.M) + (2 * p.N * p.K if with_bt else 0)
         nsets = max(2, min(tc.max_sets, math.ceil(tc.rotation_l2_factor * dev.l2_bytes / p.min_bytes)))
         free = cp.cuda.runtime.memGetInfo()[0]
         nsets = max(2, min(nsets, int(free * 0.5 // max(set_bytes, 1))))
         ws = self.workspace_bytes(p)
         W = buffers.Guarded(ws, self.cfg.verify.guard_bytes)
+        dummy_ws = cp.empty(max(ws, 1), dtype=cp.uint8)   # the baselines' and the guard's prep writes as much
+        dist = "uniform" if (self.req and self.req.rejudge) else "normal"
+        rng = random.Random()
         with self.stream:
-            sets = self.make_sets(p, nsets, "cublas" in tc.baselines)
-
-            def cand(i: int) -> None:
-                rc = self.cand.call(sets.A[i].data.ptr, sets.B[i].data.ptr, sets.C[i].data.ptr, p.M, p.N, p.K,
-                                    W.ptr, ws, self.stream.ptr)
-                if rc != 0:
-                    raise Failed(Stage.TIMING, f"cudal2_gemm returned {rc} ({_error_name(rc)}) in a timed call")
-
-            run = {"candidate": cand} if self.cand else {}
+            sets = self.make_sets(p, nsets, with_bt, dist)
+            pristine = [(s.copy()) for s in (sets.B if regen_a else sets.A)]
+            core: dict[str, timing.Runner] = {}
+            if self.cand:
+                def cand(i: int) -> None:
+                    rc = self.cand.call(sets.A[i].data.ptr, sets.B[i].data.ptr, sets.C[i].data.ptr, p.M, p.N, p.K,
+                                        W.ptr, ws, self.stream.ptr)
+                    if rc != 0:
+                        raise Failed(Stage.TIMING, f"the call returned {rc} ({_error_name(rc)}) in a timed call")
+                core["candidate"] = cand
             beat("timing", 600)
             from cudal2.harness.cublaslt import LtGemm
             lt = None
@@ -242,60 +285,114 @@ class Judge:
                 self._lt_ws = cp.empty(64 << 20, dtype=cp.uint8)
                 lt = LtGemm(p.M, p.N, p.K, self._lt_ws.data.ptr, self._lt_ws.nbytes)
                 lt.algorithms(tc.autotune_k)
-            run.update(baseline_runners(tc.baselines, sets, self.stream, self.cublas, lt, tc.autotune_k,
-                                        tc.min_replay_ms, tc.max_graph_calls, timeout))
+            core.update(baseline_runners(tc.baselines, sets, self.stream, self.cublas, lt, tc.autotune_k,
+                                         tc.min_replay_ms, tc.max_graph_calls, timeout))
+            names = list(core)
+            rng.shuffle(names)   # no fixed runner order to adapt to
+            logs = {n: guards.Log() for n in names + ["guard"]}
+
+            def prep(n: str, i: int) -> None:
+                out = sets.C[i] if n == "candidate" else sets.Cb[i]
+                X, transposed = (sets.A[i], False) if regen_a else \
+                    ((sets.Bt[i], True) if n == "cublas_nn" else (sets.B[i], False))
+                guards.prep(self.stream, logs[n], W.ptr if n == "candidate" else dummy_ws.data.ptr, ws, out, p.K,
+                            X, transposed)
+
+            def spot(n: str, i: int) -> None:
+                out = sets.C[i] if n == "candidate" else sets.Cb[i]
+                A, B = (sets.A[i], pristine[i]) if regen_a else (pristine[i], sets.B[i])
+                guards.spot(self.stream, logs[n], out, A, B, 1 if regen_a else 2)
+
+            def wrapped(n: str) -> timing.Runner:
+                def run(i: int) -> None:
+                    prep(n, i)
+                    if n in core:
+                        core[n](i)
+                    spot(n, i)
+                return run
+
             times: dict[str, dict] = {}
             if "offline" in tc.modes:
+                runners = {n: wrapped(n) for n in names + ["guard"]}
                 with faults(Stage.TIMING):
                     try:
-                        graphs = timing.build_graphs(self.stream, run, nsets, tc.min_replay_ms, tc.max_graph_calls,
-                                                     timeout)
+                        graphs = timing.build_graphs(self.stream, runners, nsets, tc.min_replay_ms,
+                                                     tc.max_graph_calls, timeout)
                     except timing.CaptureError as e:
                         raise Failed(Stage.TIMING, f"not stream-ordered: {e}") from None
-                # Drain the whole device, not just our stream, before the poison: work a candidate pushed
-                # to any other stream during the eager warm-up and capture must not land after it and pass
-                # for the output of the (empty) timed graph.
                 self.drain_device(Stage.TIMING, timeout)
+                before = {n: logs[n].read()[0] for n in names}
                 beat("timing", 600)
-                for c in sets.C:
-                    buffers.poison(c)
                 with faults(Stage.TIMING):
-                    times["offline"] = timing.offline(self.stream, graphs, tc.repeats, timeout)
-            if "offline" in tc.modes and self.cand:
-                self.check_sets(sets, "offline timed calls", range(nsets))
-                # New contents through the same pointers, then the same graph again.
-                for i in range(nsets):
-                    buffers.fill(sets.A[i], "normal", buffers.new_seed())
-                    buffers.fill(sets.B[i], "normal", buffers.new_seed())
-                    buffers.poison(sets.C[i])
-                graphs["candidate"][0].launch(self.stream)
-                self.wait(Stage.TIMING, timeout)
-                self.check_sets(sets, "a replay with new input contents", range(nsets))
+                    raw = timing.offline(self.stream, graphs, tc.repeats, timeout)
+                times["offline"] = timing.subtract(raw, "guard")
+                self.guard_us = raw["guard"].median_us
+                expected = {n: (tc.repeats + 1) * graphs[n][1] for n in names}   # the warm-up replay and the timed ones
+                if self.cand:
+                    graphs["candidate"][0].launch(self.stream)   # last: the sets now hold its outputs
+                    self.wait(Stage.TIMING, timeout)
+                    expected["candidate"] += graphs["candidate"][1]
+                self.drain_device(Stage.TIMING, timeout)
+                self.check_logs(logs, names, before, expected, "offline")
+                if self.cand:
+                    self.check_inputs(sets, pristine, regen_a)
+                    self.check_sets(sets, "offline timed calls", range(nsets))
             if "server" in tc.modes:
                 flush = cp.empty(int(tc.flush_l2_factor * dev.l2_bytes), dtype=cp.uint8)
-                poison = {"candidate": lambda i: buffers.poison(sets.C[i])}
+                before = {n: logs[n].read()[0] for n in names}
                 with faults(Stage.TIMING):
-                    times["server"] = timing.server(self.stream, run, nsets, tc.server_calls, tc.server_gap_us, flush,
-                                                    timeout, before=poison, seed=random.getrandbits(32))
+                    times["server"] = timing.server(self.stream, {n: core[n] for n in names}, nsets, tc.server_calls,
+                                                    tc.server_gap_us, flush, timeout,
+                                                    before={n: (lambda i, n=n: prep(n, i)) for n in names},
+                                                    after={n: (lambda i, n=n: spot(n, i)) for n in names},
+                                                    seed=rng.getrandbits(32))
+                self.drain_device(Stage.TIMING, timeout)
+                self.check_logs(logs, names, before, {n: tc.server_calls for n in names}, "server")
                 if self.cand:
-                    self.check_sets(sets, "server timed calls", range(min(nsets, tc.server_calls)))
+                    self.check_inputs(sets, pristine, regen_a)
             if lt is not None:
                 self.lt_algos = {"heuristic_count": len(lt), "autotune_choice": baselines_autotuned(p)}
                 lt.close()
         return times
 
-    def make_sets(self, p: Problem, n: int, with_bt: bool) -> Sets:
+    def check_logs(self, logs: dict[str, guards.Log], names: list[str], before: dict[str, int],
+                   expected: dict[str, int], mode: str) -> None:
+        """Every call of every runner was spot-checked, and none failed (a baseline's failure is the
+        harness's own bug, not the candidate's: it raises)."""
+        for n in names:
+            checked, failed, first = logs[n].read()
+            done = checked - before[n]
+            if n != "candidate":
+                if failed or done != expected[n]:
+                    raise RuntimeError(f"harness: baseline {n} {mode}: {failed} spot failures, {done} of "
+                                       f"{expected[n]} calls checked (first: {first})")
+                continue
+            self.record("timing", f"spot_{mode}", checked=done, expected=expected[n], failed=failed)
+            if failed:
+                raise Failed(Stage.TIMING, f"{mode}: {failed} spot-checked outputs wrong in timed calls; first in call "
+                                           f"{first.call}: C[{first.row}][{first.col}] = {first.got:.4g}, want "
+                                           f"{first.want:.4g} (inputs change between timed calls)")
+            if done != expected[n]:
+                raise Failed(Stage.TIMING, f"{mode}: {done} timed calls ran where {expected[n]} were enqueued")
+
+    def check_inputs(self, sets: Sets, pristine: list[cp.ndarray], regen_a: bool) -> None:
+        fixed = sets.B if regen_a else sets.A
+        for i, (live, orig) in enumerate(zip(fixed, pristine)):
+            if not bool((live.view(cp.uint16) == orig.view(cp.uint16)).all()):
+                raise Failed(Stage.INPUTS, f"{'B' if regen_a else 'A'} of input set {i} changed during timing")
+
+    def make_sets(self, p: Problem, n: int, with_bt: bool, dist: str = "normal") -> Sets:
         s = Sets([], [], [], [], [])
         for _ in range(n):
-            a = cp.empty((p.M, p.K), cp.float16); buffers.fill(a, "normal", buffers.new_seed())
-            b = cp.empty((p.N, p.K), cp.float16); buffers.fill(b, "normal", buffers.new_seed())
+            a = cp.empty((p.M, p.K), cp.float16); buffers.fill(a, dist, buffers.new_seed())
+            b = cp.empty((p.N, p.K), cp.float16); buffers.fill(b, dist, buffers.new_seed())
             s.A.append(a); s.B.append(b)
             s.Bt.append(cp.ascontiguousarray(b.T) if with_bt else b)
             s.C.append(cp.empty((p.M, p.N), cp.float16)); s.Cb.append(cp.empty((p.M, p.N), cp.float16))
         return s
 
     def check_sets(self, sets: Sets, what: str, indices) -> None:
-        """Check a random sample of the sets (always the first and the last) against the reference."""
+        """Check a random sample of the sets (always the first and the last) in full."""
         idx = list(indices)
         sample = sorted(set(random.sample(idx, min(len(idx), 24))) | {idx[0], idx[-1]})
         vendor = cp.empty_like(sets.C[0])
@@ -317,23 +414,28 @@ def _info(info: dict) -> str:
     return ", ".join(f"{k}={v}" for k, v in info.items() if k != "seed")
 
 
-def judge(lib_path: str, M: int, N: int, K: int, cfg: Config, verify_shapes: list[tuple[int, int, int]] | None = None,
-          time_it: bool = True) -> dict:
+def judge(req: JudgeRequest) -> dict:
     """Worker entry point: the EvalResult fields this stage decides (stage, ok, reason, fault,
     checks, times, speedup, tflops, floor_fraction, gpu)."""
-    p = Problem(M, N, K)
+    cfg = req.cfg
+    p = Problem(req.M, req.N, req.K)
     t0 = time.monotonic()
     out: dict = {"stage": Stage.LOAD.value, "ok": False, "reason": "", "fault": None, "checks": {}}
     j = None
     try:
         dev = device()
         out["gpu"] = {"name": dev.name, "driver": dev.driver, "cc": list(dev.cc), "sm_count": dev.sm_count}
-        j = Judge(lib_path, cfg)
-        for shape in [p] + [Problem(*s) for s in (verify_shapes or []) if tuple(s) != (M, N, K)]:
+        if req.rejudge:  # fresh pointers: shift where this process's buffers land
+            _shift = cp.empty(random.randrange(1, 256) << 20, dtype=cp.uint8)  # noqa: F841
+        j = Judge(req, cfg)
+        for shape in [p] + [Problem(*s) for s in req.verify_shapes if tuple(s) != (p.M, p.N, p.K)]:
             j.verify(shape)
-        if time_it:
+        for s in req.light_shapes:
+            j.verify(Problem(*s), light=True)
+        if req.time_it:
             times = j.time(p)
             out.update(summarize(p, times, dev, cfg))
+            out["guard_us"] = getattr(j, "guard_us", None)
             floor = p.floor_s(dev.peak_flops, dev.peak_bytes_per_s)
             for mode, rs in times.items():
                 if rs["candidate"].median_us * 1e-6 < floor * cfg.timing.floor_slack:
@@ -345,9 +447,11 @@ def judge(lib_path: str, M: int, N: int, K: int, cfg: Config, verify_shapes: lis
     finally:
         out["checks"] = j.checks if j else {}
         out["elapsed_s"] = time.monotonic() - t0
-    if out.get("fault"):
-        from cudal2.harness.worker import request_exit
-        request_exit()  # a hang or sticky error leaves the context unusable
+        if j is not None and not out.get("fault"):
+            j.close()
+    from cudal2.harness.worker import request_exit
+    if out.get("fault") or req.kind != "cubin":
+        request_exit()  # a hang or sticky error leaves the context unusable; host code gets a fresh process
     else:
         cp.get_default_memory_pool().free_all_blocks()
     return out
@@ -388,6 +492,7 @@ def baselines_job(M: int, N: int, K: int, cfg: Config) -> dict:
     times = j.time(p)
     return {"times": {m: {r: t.__dict__ for r, t in rs.items()} for m, rs in times.items()},
             "lt": getattr(j, "lt_algos", {}), "floor_us": p.floor_s(dev.peak_flops, dev.peak_bytes_per_s) * 1e6,
+            "guard_us": getattr(j, "guard_us", None),
             "gpu": {"name": dev.name, "driver": dev.driver, "sm_clock_mhz_after": sm_clock_mhz(dev.index),
                     "max_sm_clock_mhz": dev.max_sm_clock_mhz}}
 

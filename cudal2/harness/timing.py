@@ -177,12 +177,20 @@ def offline(stream: cp.cuda.Stream, graphs: dict[str, tuple[cp.cuda.Graph, int]]
     return {n: _stats([cp.cuda.get_elapsed_time(a, b) * 1e3 / graphs[n][1] for a, b in events[n]]) for n in names}
 
 
+def subtract(times: dict[str, Timing], name: str) -> dict[str, Timing]:
+    """The other runners' times less runner `name`'s in the same round (the cost of work every
+    runner's replay carries, timed alone: see the judge's guards). Floored at 1 ns a call."""
+    g = times[name].series_us
+    return {n: _stats([max(x - y, 1e-3) for x, y in zip(t.series_us, g)]) for n, t in times.items() if n != name}
+
+
 def server(stream: cp.cuda.Stream, runners: dict[str, Runner], nsets: int, calls: int, gap_us: float,
            flush: cp.ndarray, timeout_s: float, before: dict[str, Runner] | None = None,
-           seed: int = 0) -> dict[str, Timing]:
+           after: dict[str, Runner] | None = None, seed: int = 0) -> dict[str, Timing]:
     """Each call alone, after an idle gap and an L2 flush. `before[name](i)` runs (untimed, before the
-    flush) ahead of each of that runner's calls, e.g. to poison its output."""
-    before = before or {}
+    flush) ahead of each of that runner's calls, e.g. to prepare its buffers; `after[name](i)` runs
+    (untimed, after its end event) behind it, e.g. to check its output."""
+    before, after = before or {}, after or {}
     rng = random.Random(seed)
     names = list(runners)
     events: dict[str, list[tuple[cp.cuda.Event, cp.cuda.Event]]] = {n: [] for n in names}
@@ -201,5 +209,7 @@ def server(stream: cp.cuda.Stream, runners: dict[str, Runner], nsets: int, calls
             runners[n](i)
             e1.record(stream)
             events[n].append((e0, e1))
+            if n in after:
+                after[n](i)
     wait(stream, timeout_s)
     return {n: _stats([cp.cuda.get_elapsed_time(a, b) * 1e3 for a, b in events[n]]) for n in names}

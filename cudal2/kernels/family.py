@@ -1,5 +1,7 @@
 """What a kernel family is: a parameter space, its validity rules, a cheap prior, and a jinja2
-template that renders one complete `.cu` file under the kernel contract.
+template that renders one complete `.cu` file under the kernel contract (docs/kernel-contract.md):
+contract v2 (device code plus a `cudal2-launch` spec) for `sm80`, contract v1 (trusted host code)
+for the CUTLASS family `sm90`.
 
 Guarantees: `render` produces a file that declares the exact shape it was rendered for
 (`// cudal2-shapes:`) when the family is shape-specific, and otherwise a text identical for every

@@ -2,14 +2,19 @@
 multistage pipeline, XOR-swizzled smem, grouped raster, optional deterministic split-K). It
 uses no Hopper features, so it runs on sm_80 and later; it is built for sm_90a here.
 
+The family renders contract v2 (docs/kernel-contract.md): a device-only file, one shape per
+render, whose `/* cudal2-launch */` block (built from `context`, as literals) has the harness launch
+`extern "C" __global__ sm80_hgemm(A, B, C)`, or with SPLIT_K > 1 `sm80_hgemm(A, B, workspace)` then
+`splitk_reduce(workspace, C)` over a workspace of SPLIT_K x M x N fp32 partials. No host code.
+
 Guarantees: `invalid` rejects, with a reason, every point the template cannot build or run
 correctly for the shape (shared memory, warp-tile granularity, thread and register budgets,
 split-K divisibility), plus points that are pure waste (a tile far larger than the problem,
 pipeline stages that can never fill); `prior` is a cheap time model (estimated TFLOP/s, higher is
 better) that rewards full waves, enough CTAs, high per-CTA and per-warp arithmetic intensity,
 BK=64 over BK=32, and charges split-K for its partials traffic and second launch; `context` gives
-the template the derived constants, so the header comment and a static_assert carry the same
-numbers as here.
+the template the derived constants, so the header comment, the launch block and the template's
+static_asserts carry the same numbers as here (a mismatch fails the build, not the run).
 
 Does not: measure anything (the harness does). The register estimate is a rule of thumb (it
 matched ptxas within 16 registers on ~60 points, no spills at the 255 edge); the prior's
@@ -45,7 +50,8 @@ class Sm80(Family):
         "SPLIT_K": (1, 2, 4, 8, 16),
     }
 
-    # ---- derived constants (the template recomputes them as constexpr and asserts SMEM_BYTES) ----
+    # ---- derived constants (the template recomputes them as constexpr and asserts the ones it uses
+    #      in the launch block: SMEM_BYTES, THREADS, TILES_M * TILES_N, WORKSPACE_BYTES, RED_BLOCKS) ----
     def context(self, params: Params, p: Problem) -> dict[str, Any]:
         BM, BN, BK = params["BM"], params["BN"], params["BK"]
         WARPS_M, WARPS_N, STAGES, SPLIT_K = params["WARPS_M"], params["WARPS_N"], params["STAGES"], params["SPLIT_K"]
@@ -63,7 +69,8 @@ class Sm80(Family):
             "KTILES_PER_SPLIT": ktiles // SPLIT_K,   # the shortest split
             "LOADS_PER_THREAD": cdiv(BM * BK // 8, threads) + cdiv(BN * BK // 8, threads),
             "REGS_EST": regs,
-            "WORKSPACE_BYTES": SPLIT_K * p.M * p.N * 4 if SPLIT_K > 1 else 0,
+            "WORKSPACE_BYTES": SPLIT_K * p.M * p.N * 4 if SPLIT_K > 1 else 0,  # the launch block's workspace
+            "RED_BLOCKS": cdiv(p.M * p.N, 8 * 256),   # splitk_reduce: 256 threads x 8 elements per CTA
         }
 
     def invalid(self, params: Params, p: Problem, lim: Limits) -> str | None:

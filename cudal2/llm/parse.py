@@ -2,7 +2,9 @@
 
 Guarantees:
 - full mode: the completion must hold exactly one fenced code block tagged cuda/cu/c++/cpp
-  (an untagged block is accepted when it is the only one); zero or several is a `ParseError`;
+  (an untagged block is accepted when it is the only one); zero or several is a `ParseError`, and
+  so is a block without a `/* cudal2-launch ... */` comment (a contract v2 file must carry its
+  launch spec; whether the spec is valid is the harness's call, at the policy stage);
 - diff mode: one or more SEARCH/REPLACE blocks, applied in order to the parent; a SEARCH text
   that does not occur in the (partly edited) parent exactly once is a `ParseError` that names the
   block, so the failure goes back to the model as feedback; nothing is ever skipped silently;
@@ -17,6 +19,7 @@ import re
 
 _FENCE = re.compile(r"```([\w+-]*)[^\n]*\n(.*?)```", re.S)
 _CODE_TAGS = {"cuda", "cu", "c++", "cpp", "cxx", "c"}
+_LAUNCH = re.compile(r"/\*\s*cudal2-launch\b")   # the opening of harness/launch.py's block
 _BLOCK = re.compile(r"<<<<<<< SEARCH\n(.*?)\n?=======\n(.*?)\n?>>>>>>> REPLACE", re.S)
 
 
@@ -33,8 +36,10 @@ def full_file(completion: str) -> str:
         raise ParseError("no fenced ```cuda block found: answer with the complete .cu file in one ```cuda block")
     if len(code) > 1:
         raise ParseError(f"{len(code)} fenced code blocks found: answer with exactly one ```cuda block holding the whole file")
-    if "cudal2_gemm" not in code[0]:
-        raise ParseError("the code block does not define cudal2_gemm: it must be the complete file, not a fragment")
+    if not _LAUNCH.search(code[0]):
+        raise ParseError("the code block has no /* cudal2-launch {...} */ comment: the complete file holds the "
+                         "extern \"C\" __global__ kernels and, in that block comment, the JSON launch spec that "
+                         "lists them (no host code, no cudal2_gemm)")
     return code[0]
 
 

@@ -1,15 +1,20 @@
 """The retrieval corpus: technique notes, rendered seed kernels and verified library kernels, as chunks.
 
 Guarantees:
+- only contract v2 sources (device code plus a valid `/* cudal2-launch */` spec, `is_v2`) become
+  kernel chunks: the model writes v2 and edits v2, so a v1 host-code file (the trusted-only CUTLASS
+  family `sm90`, a v1 library entry) is never shown to it as an example;
 - notes: every `*.md` under `retrieval_corpus/notes/` becomes one chunk per `## ` section (text
   before the first section joins the first one), titled "<note title>: <section>"; a note must
   open with a `# ` title line, or it is skipped with a warning;
-- seeds: for each kernel family and each shape in `SEED_SHAPES`, up to `per_shape` valid points,
+- seeds: for each kernel family whose renders are v2 (today `sm80`) and each shape in `SEED_SHAPES`,
+  up to `per_shape` valid points,
   the best by the family's prior first, then the best-prior points that differ most from those
   already picked (so two seeds of one shape are not near-copies); a family that fails to import,
   enumerate or render is skipped with a warning, never fatal;
-- library: one chunk per manifest entry, the kernel source under a comment header of its measured
-  results; a library that fails to read is skipped with a warning;
+- library: one chunk per v2 manifest entry, the kernel source under a comment header of its
+  measured results; a library that fails to read is skipped with a warning, an entry whose source
+  is missing too;
 - `log_shape_distance` is the Euclidean distance in (log2 M, log2 N, log2 K), an M-range counting
   as distance 0 along M when it covers M;
 - token counts are estimates (characters / 4, rounded up) of title plus text, as the budget in
@@ -48,6 +53,17 @@ class Chunk:
     kind: str                      # "note" | "seed" | "library"
     meta: dict[str, Any] = field(default_factory=dict)
     tokens: int = 0                # estimate of title + text; filled in by `make_chunk`
+
+
+def is_v2(source: str) -> bool:
+    """True when `source` carries a valid contract v2 launch spec; a v1 file (no spec) or a malformed
+    spec is not v2."""
+    from cudal2.harness import launch
+
+    try:
+        return launch.parse(source) is not None
+    except Exception:   # SpecError, and anything else a strange source provokes: not an example
+        return False
 
 
 def estimate_tokens(text: str) -> int:
@@ -143,6 +159,8 @@ def seed_chunks(shapes: Iterable[tuple[int, int, int]] = SEED_SHAPES, per_shape:
                 points = fam.valid_points(p, lim)
                 for j, params in enumerate(representative_points(points, lambda x: fam.prior(x, p, lim), per_shape)):
                     src = fam.render(params, p)
+                    if not is_v2(src):   # v1 (trusted-only, e.g. the CUTLASS family): never an example
+                        continue
                     title = f"Seed kernel, family {name}, {M}x{N}x{K}: " + ", ".join(f"{k}={v}" for k, v in params.items())
                     chunks.append(make_chunk(f"seed/{name}/{M}x{N}x{K}/{j}", src, title, "seed",
                                              {"family": name, "params": params, "shape": [M, N, K]}))
@@ -188,7 +206,13 @@ def library_chunks(folder: Path) -> list[Chunk]:
         return []
     chunks = []
     for e in entries:
-        src = (Path(folder) / e.source).read_text()
+        try:
+            src = (Path(folder) / e.source).read_text()
+        except OSError as err:
+            warnings.warn(f"library entry {e.id} skipped: {err}")
+            continue
+        if not is_v2(src):   # v1 entries are trusted-only host code: not shown to the model
+            continue
         text = "\n".join(_measured_header(e)) + "\n\n" + src
         title = f"Library kernel {e.id} ({e.family or 'custom'}, {_shape_text(e)}), score {e.score:.3f}"
         shape = [e.M, e.N, e.K]

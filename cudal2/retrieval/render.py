@@ -3,18 +3,19 @@
 Guarantees: the prompt text lives only in `prompts/system.j2` and `prompts/task.j2`; rendering is
 strict (a variable the templates use and the caller did not pass raises `jinja2.UndefinedError`,
 never renders as empty), and `render_prompt` first checks the task's required variables so the
-error names them; `contract_vars` takes the allow-lists from the harness policy and the config, so
-the prompt cannot drift from what the judge enforces.
+error names them; `contract_vars` takes the v2 header allow-list from the harness policy, the launch
+spec's limits from `harness/launch.py` and the rest from the config, so the prompt cannot drift from
+what the judge enforces.
 
 Does not: choose what goes into the prompt (the LLM proposer does), or count tokens.
 
 Variables:
-- system: output_mode ("full" | "diff"), allowed_headers, allowed_driver, archs (all from
-  `contract_vars(cfg)`);
+- system: output_mode ("full" | "diff"), allowed_headers, archs, max_kernels, max_threads,
+  max_cluster, swizzles, error_ratio (all from `contract_vars(cfg)`);
 - task: shape {M, N, K}; gpu {name, sm_count, l2_bytes, smem_per_block_optin, max_sm_clock_mhz,
   peak_tflops, peak_tb_s}; floor_us; baselines {mode: {runner: us}}; chunks [Chunk]; history
-  [{name, score, stage, reason, times_us {mode: us}, ptxas {registers, spills}, ncu {metric: value}}]
-  best first (ptxas and ncu may be empty or absent); failures [{name, stage, reason,
+  [{name, score, stage, reason, contract ("v1" | "v2"), times_us {mode: us}, ptxas {registers, spills},
+  ncu {metric: value}}] best first (contract, ptxas and ncu may be empty or absent); failures [{name, stage, reason,
   compiler_error, mismatch {statistic: value}}] (the last three may be empty or absent); parent
   (the parent source, or None in full mode); output_mode.
 """
@@ -65,11 +66,13 @@ def render_prompt(system_vars: dict[str, Any], task_vars: dict[str, Any]) -> lis
 
 
 def contract_vars(cfg) -> dict[str, Any]:
-    """The system template's variables for a `Config`: the policy's allow-lists, the build archs and
-    the output mode."""
-    from cudal2.harness import policy
+    """The system template's variables for a `Config`: the v2 (device-only) header allow-list, the
+    launch spec's limits, the build archs, the accuracy bound and the output mode."""
+    from cudal2.harness import launch, policy
 
     return {"output_mode": cfg.llm.output_mode,
-            "allowed_headers": [*policy.ALLOWED_HEADERS, *cfg.build.extra_headers],
-            "allowed_driver": sorted(policy.ALLOWED_DRIVER),
-            "archs": list(cfg.build.archs)}
+            "allowed_headers": [*policy.DEVICE_HEADERS, *cfg.build.extra_headers],
+            "archs": list(cfg.build.archs),
+            "max_kernels": launch.MAX_KERNELS, "max_threads": launch.MAX_THREADS, "max_cluster": launch.MAX_CLUSTER,
+            "swizzles": list(launch.SWIZZLES),
+            "error_ratio": f"{cfg.verify.error_ratio:g}"}

@@ -91,7 +91,7 @@ class Search:
                 exhausted = True
                 break
             t0 = time.monotonic()
-            results = self.ev.evaluate([Candidate(m.name, src) for m, src, _ in batch], p,
+            results = self.ev.evaluate([self._candidate(m, src) for m, src, _ in batch], p,
                                        on_result=lambda r: bar.advance(task))
             for (m, _, meta), r in zip(batch, results):
                 sc = score(r)
@@ -173,7 +173,7 @@ class Search:
         best = self.pop.best(p)
         src = self.store.source(best[0].source_hash) if best else None
         if src and stored(self.store, src, p, self.cfg, self.ev.gpu_name, profile=True) is None:
-            self.ev.evaluate([Candidate(best[0].name, src)], p, profile=True)
+            self.ev.evaluate([self._candidate(best[0], src)], p, profile=True)
 
     def _describe(self, p: Problem) -> str:
         best = self.pop.best(p)
@@ -200,7 +200,7 @@ class Search:
             return False  # already the library's entry (a resumed or repeated run)
         sc, rescored = best.score, {}
         if self.cfg.search.confirm:
-            r, sc, rescored = self._confirm(p, best.name, source, old)
+            r, sc, rescored = self._confirm(p, best, source, old)
             if sc is None:
                 return False
         provenance = {"kind": best.proposer, "candidate": best.name}
@@ -211,12 +211,17 @@ class Search:
                               self.cfg.build.flags, self.cfg.build.archs)
         return writer.add(self.library_dir, e, source, rescored)
 
-    def _confirm(self, p: Problem, name: str, source: str, old: list[manifest.Entry]
+    def _candidate(self, m: Member, source: str) -> Candidate:
+        return Candidate.made_by(m.name, source, m.proposer, m.family, m.params)
+
+    def _confirm(self, p: Problem, best: Member, source: str, old: list[manifest.Entry]
                  ) -> tuple[EvalResult, float | None, dict[str, float]]:
         """The best candidate measured afresh, beside the library's entries `old` for the shape. The
         search's score of its best is the highest of many short measurements, so it runs high (the
         winner's curse); a fresh one is not selected on and compares fairly with the entry's."""
-        cands = [Candidate(name, source)] + [Candidate(e.id, (self.library_dir / e.source).read_text()) for e in old]
+        cands = [self._candidate(best, source)] + [
+            Candidate.made_by(e.id, (self.library_dir / e.source).read_text(), e.provenance.get("kind", ""), e.family,
+                              e.params) for e in old]
         fresh = self.ev.evaluate(cands, p, reuse=False)
         # An entry that fails now (or no longer builds here) scores 0: any verified candidate replaces it.
         return fresh[0], score(fresh[0]), {e.id: score(f) or 0.0 for e, f in zip(old, fresh[1:])}

@@ -1,11 +1,12 @@
 """The LLM proposer: retrieval-augmented prompts with contrastive feedback, sampled from any backend.
 
 Guarantees:
-- parents: the best verified candidate of the shape, plus diverse others (differing in family,
-  tile, stages or split-K), one prompt per parent; with no verified candidate yet, one prompt
-  from scratch;
+- parents: the best verified contract v2 candidate of the shape, plus diverse other v2 ones
+  (differing in family, tile, stages or split-K), one prompt per parent; with no verified v2
+  candidate yet (none, or only v1 ones such as CUTLASS renders), one prompt from scratch. A v1
+  source is never shown as a parent: it is trusted-only host code, and an edit of it is rejected;
 - every prompt carries the shape, this GPU's facts, the physical floor, the baseline times to
-  beat (once any candidate was timed), retrieved notes, seed kernels and nearby library entries,
+  beat (once any candidate was timed), retrieved notes, and the nearest v2 library entry or seed kernel,
   earlier variants best-first with times, registers and spills, the latest failures with stage
   and reason, and the best's Nsight Compute metrics when it was profiled;
 - each completion becomes a `Proposal`; one that cannot be parsed (no file, a SEARCH block that
@@ -22,14 +23,14 @@ import hashlib
 import json
 import math
 import random
-from typing import Any
+from typing import Any, Callable
 
 from cudal2.config import Config
 from cudal2.harness.evaluate import stored
 from cudal2.harness.store import Store
 from cudal2.llm.parse import ParseError, candidate_source
 from cudal2.problem import Problem
-from cudal2.retrieval.corpus import log_shape_distance
+from cudal2.retrieval.corpus import is_v2, log_shape_distance
 from cudal2.search.population import Member, Population
 from cudal2.search.proposers import Proposal
 
@@ -40,13 +41,16 @@ def signature(m: Member) -> tuple:
     return (m.family,) + tuple(m.params.get(k) for k in _FEATURES)
 
 
-def select_parents(pop: Population, p: Problem, k: int) -> list[Member]:
-    """The best, then the best-scoring members whose kernel features differ from those chosen."""
+def select_parents(pop: Population, p: Problem, k: int, editable: Callable[[Member], bool] | None = None) -> list[Member]:
+    """The best, then the best-scoring members whose kernel features differ from those chosen;
+    only members `editable` accepts (all when None)."""
     ranked = pop.best(p, 64)
     chosen: list[Member] = []
     for m in ranked:
         if len(chosen) >= k:
             break
+        if editable is not None and not editable(m):
+            continue
         if all(signature(m) != signature(c) for c in chosen):
             chosen.append(m)
     return chosen
@@ -61,6 +65,11 @@ class LLMProposer:
         self.device, self.retriever = device, retriever
 
     # --- what the prompt says ----------------------------------------------------------------
+    def editable(self, m: Member) -> bool:
+        """A member may be a parent when its source is stored and is contract v2."""
+        src = self.store.source(m.source_hash)
+        return src is not None and is_v2(src)
+
     def result(self, m: Member, p: Problem, profile: bool = False):
         src = self.store.source(m.source_hash)
         return None if src is None else stored(self.store, src, p, self.cfg, self.gpu_name, profile)
@@ -75,7 +84,9 @@ class LLMProposer:
             r = self.result(m, p)
             res = next(iter(r.build.get("resources", {}).values()), {}) if r else {}
             prof = self.result(m, p, profile=True) if i == 0 else None
+            src = self.store.source(m.source_hash)
             variants.append({"name": m.name, "score": m.score, "stage": m.stage, "reason": "",
+                             "contract": "v2" if src is not None and is_v2(src) else "v1",
                              "times_us": {mode: rs["candidate"].median_us for mode, rs in (r.times.items() if r else [])
                                           if "candidate" in rs},
                              "ptxas": {"registers": res.get("registers"), "spills": res.get("spill_stores", 0)} if res else {},
@@ -114,7 +125,7 @@ class LLMProposer:
                   "small skinny shape tile choice split-K wave quantization mma.sync ldmatrix cp.async"))
         notes = self.retriever.search(query, max(1, L.retrieval_k - 1), L.retrieval_tokens, kinds=["note"])
         left = L.retrieval_tokens - sum(c.tokens for c in notes)
-        fits = [c for c in self.retriever.chunks if c.tokens <= left and c.meta.get("shape")]
+        fits = [c for c in self.retriever.chunks if c.tokens <= left and c.meta.get("shape") and is_v2(c.text)]
         # The library's entry for this very shape is the current best, shown already as history or parent.
         lib = [c for c in fits if c.kind == "library" and list(c.meta["shape"]) != [p.M, p.N, p.K]]
         pool = lib or [c for c in fits if c.kind == "seed"]
@@ -138,9 +149,12 @@ class LLMProposer:
     def messages(self, p: Problem, pop: Population, parent: Member | None,
                  shared: dict[str, Any] | None = None) -> tuple[list[dict[str, str]], str, str | None]:
         """The prompt for `parent` (None: write from scratch), its output mode and the parent's source.
-        `shared` is `self.shared(p, pop)`, computed once per round by `propose`."""
+        `shared` is `self.shared(p, pop)`, computed once per round by `propose`. A parent whose source
+        is not v2 is not shown: the prompt is then a full-mode one from scratch."""
         from cudal2.retrieval.render import contract_vars, render_prompt
         parent_src = self.store.source(parent.source_hash) if parent else None
+        if parent_src is not None and not is_v2(parent_src):
+            parent_src = None
         mode = self.cfg.llm.output_mode if parent_src else "full"
         task = {**(shared or self.shared(p, pop)), "parent": parent_src if mode == "diff" else None, "output_mode": mode}
         return render_prompt({**contract_vars(self.cfg), "output_mode": mode}, task), mode, parent_src
@@ -149,7 +163,7 @@ class LLMProposer:
     def propose(self, p: Problem, pop: Population, n: int, rng: random.Random) -> list[Proposal]:
         L = self.cfg.llm
         prompts = max(1, math.ceil(n / L.samples))
-        parents: list[Member | None] = select_parents(pop, p, prompts) or [None]
+        parents: list[Member | None] = select_parents(pop, p, prompts, self.editable) or [None]
         out: list[Proposal] = []
         shared = self.shared(p, pop)
         for parent in parents:

@@ -1,0 +1,74 @@
+"""Contract v2 builds: device code only, checked on the binary, with reproducible hashes."""
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from cudal2.config import BuildConfig
+from cudal2.harness.build import build
+from cudal2.harness.cubin import canonical_ptx
+
+pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+
+SRC = """#include <cuda_fp16.h>
+/* cudal2-launch {"kernels": [{"name": "add", "grid": ["cdiv(M * N, 256)"], "block": [256], "args": ["A", "B", "C", "M", "N"]}]} */
+namespace { __device__ __noinline__ float twice(float x) { return 2.0f * x; } }
+STATE
+extern "C" __global__ void add(const __half* A, const __half* B, __half* C, int M, int N) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < M * N) C[i] = __float2half(twice(__half2float(A[i])) + __half2float(B[i]) EXTRA);
+}
+"""
+
+
+def src(state: str = "", extra: str = "") -> str:
+    return SRC.replace("STATE", state).replace("EXTRA", extra)
+
+
+def test_v2_builds_to_a_cubin(tmp_path):
+    r = build(src(), BuildConfig(cache_dir=str(tmp_path)))
+    assert r.ok, r.reason
+    assert r.kind == "cubin" and r.lib_path.endswith(".cubin") and r.spec["kernels"][0]["name"] == "add"
+
+
+def test_device_hash_is_the_same_in_another_folder_and_process(tmp_path):
+    here = build(src(), BuildConfig(cache_dir=str(tmp_path / "a" / "deeper")))
+    code = ("import json, sys; from cudal2.config import BuildConfig; from cudal2.harness.build import build; "
+            "r = build(sys.stdin.read(), BuildConfig(cache_dir=sys.argv[1])); print(json.dumps([r.ok, r.device_sha256]))")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "b")], input=src(), capture_output=True,
+                         text=True, check=True)
+    ok, sha = json.loads(out.stdout)
+    assert ok and here.ok and sha == here.device_sha256
+
+
+def test_writable_module_global_fails_the_build(tmp_path):
+    r = build(src("__device__ float memo[64];", "+ memo[i & 63]"), BuildConfig(cache_dir=str(tmp_path)))
+    assert not r.ok and r.stage == "build" and ".nv.global" in r.reason
+
+
+def test_device_printf_fails_the_build(tmp_path):
+    r = build(src("", ") ; printf(\"%d\", i); (void)(0"), BuildConfig(cache_dir=str(tmp_path)))
+    assert not r.ok and "vprintf" in r.reason
+
+
+def test_spec_naming_a_missing_kernel_fails_the_build(tmp_path):
+    r = build(src().replace('"name": "add"', '"name": "mul"'), BuildConfig(cache_dir=str(tmp_path)))
+    assert not r.ok and "mul" in r.reason
+
+
+def test_malformed_spec_fails_the_build_with_its_reason(tmp_path):
+    r = build(src().replace('"cdiv(M * N, 256)"', '"M / 2"'), BuildConfig(cache_dir=str(tmp_path)))
+    assert not r.ok and r.stage == "build" and "launch spec" in r.reason
+
+
+def test_host_only_header_fails_the_policy(tmp_path):
+    r = build("#include <thread>\n" + src(), BuildConfig(cache_dir=str(tmp_path)))
+    assert not r.ok and r.stage == "policy"
+
+
+def test_canonical_ptx_zeroes_the_module_id():
+    ptx = ".func _ZN32_INTERNAL_0671beb9_9_kernel_cu_k34_GLOBAL__N__0671beb9_9_kernel_cu_k1fEf"
+    assert canonical_ptx(ptx) == ".func _ZN32_INTERNAL_00000000_9_kernel_cu_k34_GLOBAL__N__00000000_9_kernel_cu_k1fEf"

@@ -1,0 +1,55 @@
+"""The cancelling trial separates fp16 partial sums from fp32 accumulation (a CPU model of the
+arithmetic; eval/tolerance_separation.py measures the real kernels on the GPU)."""
+
+import numpy as np
+import pytest
+
+from cudal2.config import VerifyConfig
+
+SIGN_BLOCK = 128
+
+
+def inputs(dist: str, M: int, N: int, K: int, rng):
+    if dist == "normal":
+        return rng.standard_normal((M, K)), rng.standard_normal((N, K))
+    a = 0.5 + 0.5 * rng.random((M, K))
+    b = (0.5 + 0.5 * rng.random((N, K))) * np.where((np.arange(K) // SIGN_BLOCK) % 2 == 0, 1.0, -1.0)
+    return a, b
+
+
+def gemm(a, b, chunk: int, round_partials: bool):
+    """fp32 accumulation over k-chunks of `chunk` terms; each chunk's fp32 partial optionally rounded to fp16."""
+    acc = np.zeros((a.shape[0], b.shape[0]), np.float32)
+    for k0 in range(0, a.shape[1], chunk):
+        part = (a[:, k0:k0 + chunk].astype(np.float32) @ b[:, k0:k0 + chunk].astype(np.float32).T)
+        acc += part.astype(np.float16).astype(np.float32) if round_partials else part
+    return acc.astype(np.float16)
+
+
+def ratio(dist: str, K: int, chunk: int, round_partials: bool, seed: int = 0) -> float:
+    rng = np.random.default_rng(seed)
+    a, b = (x.astype(np.float16) for x in inputs(dist, 64, 64, K, rng))
+    ref = a.astype(np.float64) @ b.astype(np.float64).T
+    vendor = gemm(a, b, 16, False)            # fp32 accumulation, mma-sized k steps
+    err = lambda c: np.linalg.norm(c.astype(np.float64) - ref) / np.linalg.norm(ref)  # noqa: E731
+    return err(gemm(a, b, chunk, round_partials)) / err(vendor)
+
+
+BOUND = VerifyConfig().error_ratio
+
+
+@pytest.mark.parametrize("K", [256, 1032, 4096])
+@pytest.mark.parametrize("chunk", [16, 32])
+def test_fp16_partial_sums_fail_the_cancelling_trial(K, chunk):
+    assert ratio("cancel", K, chunk, True) > 3 * BOUND
+
+
+@pytest.mark.parametrize("K", [256, 1032, 4096])
+@pytest.mark.parametrize("chunk", [1, 8, 64])
+def test_fp32_accumulation_in_any_order_passes_it(K, chunk):
+    assert ratio("cancel", K, chunk, False, seed=1) < BOUND
+
+
+def test_gaussian_inputs_alone_would_not_separate_them():
+    # Why the cancelling trial exists: on N(0,1) inputs 16-term fp16 partials stay within the bound.
+    assert ratio("normal", 1032, 16, True) < BOUND
