@@ -1,17 +1,29 @@
 """The judge on the GPU: honest kernels pass, each cheating or faulting kernel fails at its stage,
-and a fault costs one candidate while the run goes on."""
+a fault costs one candidate while the run goes on, and one candidate never sways another's verdict.
+
+Contract v2 files are judged as untrusted (as every LLM completion is); the v1 files of the suite
+are judged as a user's own files, so the v1 runtime checks stay covered."""
 
 import pytest
 
 from cudal2.harness.evaluate import Candidate, Evaluator
 from cudal2.problem import Problem
 from cudal2.result import Stage
+from cudal2.search.score import score
 
 from .conftest import KERNELS, expected_bad
 
 pytestmark = pytest.mark.gpu
 
-SHAPE = Problem(257, 136, 1032)  # odd M and N: tails; K large enough that fp16 accumulation shows
+SHAPE = Problem(257, 136, 1032)  # odd M and N: tails; K large enough that fp16 partial sums show
+V2_GOOD = ["naive_v2.cu", "tiled_v2.cu", "splitk_v2.cu", "tma_v2.cu"]
+V1_GOOD = ["naive.cu", "wmma_tiled.cu", "splitk_workspace.cu"]
+
+
+def cand(folder: str, name: str, contract: str | None = None) -> Candidate:
+    src = (KERNELS / folder / name).read_text()
+    v2 = contract == "v2" if contract else name.endswith("_v2.cu")
+    return Candidate(name, src, trust="untrusted" if v2 else "user")
 
 
 @pytest.fixture(scope="module")
@@ -21,42 +33,58 @@ def evaluator(fast_cfg):
     ev.close()
 
 
-@pytest.mark.parametrize("name", ["naive.cu", "wmma_tiled.cu", "splitk_workspace.cu"])
+@pytest.mark.parametrize("name", V2_GOOD + V1_GOOD)
 def test_honest_kernel_passes(evaluator, name):
-    (r,) = evaluator.evaluate([Candidate(name, (KERNELS / "good" / name).read_text())], SHAPE)
+    (r,) = evaluator.evaluate([cand("good", name)], SHAPE)
     assert r.ok, f"{name} failed at {r.stage.value}: {r.reason}"
-    assert r.stage is Stage.DONE
     assert r.times["offline"]["candidate"].median_us > 0
     assert set(r.speedup["offline"]) >= {"cublas", "cublaslt", "cublaslt_autotune"}
+    spot = r.checks["timing"]
+    assert spot["spot_offline"][0]["checked"] == spot["spot_offline"][0]["expected"] > 0  # every timed call checked
+    assert spot["spot_server"][0]["failed"] == 0
 
 
 @pytest.mark.parametrize("name", sorted(expected_bad()))
 def test_cheating_kernel_fails_at_its_stage(evaluator, name):
     want = expected_bad()[name]
     stages = want["stage"] if isinstance(want["stage"], list) else [want["stage"]]
-    (r,) = evaluator.evaluate([Candidate(name, (KERNELS / "bad" / name).read_text())], SHAPE)
-    assert not r.ok, f"{name} passed every check"
+    p = Problem(257, 136, 1032)
+    (r,) = evaluator.evaluate([cand("bad", name, want.get("contract", "v1"))], p)
+    if r.ok:  # allowed only where the cheat's channel is closed and it ran honestly, gaining nothing
+        assert "done" in stages, f"{name} passed every check"
+        assert score(r) < want["max_speedup"], f"{name} passed and scored {score(r):.2f}"
+        return
     assert r.stage.value in stages, f"{name}: failed at {r.stage.value} ({r.reason}), expected {stages}"
     assert (r.fault.value if r.fault else None) == want["fault"], f"{name}: fault {r.fault}: {r.reason}"
 
 
 def test_faults_cost_one_candidate_each(evaluator):
-    names = ["hang.cu", "naive.cu", "illegal_address.cu", "naive.cu", "host_segfault.cu", "naive.cu"]
-    cands = [Candidate(n, (KERNELS / ("good" if n == "naive.cu" else "bad") / n).read_text()) for n in names]
+    names = ["v2_hang.cu", "naive_v2.cu", "v2_illegal_address.cu", "naive_v2.cu", "host_segfault.cu", "naive_v2.cu"]
+    cands = [cand("good" if n == "naive_v2.cu" else "bad", n, "v2" if n.startswith(("v2_", "naive_v2")) else "v1")
+             for n in names]
     results = evaluator.evaluate(cands, Problem(64, 64, 64))
     assert [r.ok for r in results] == [False, True, False, True, False, True]
     assert [r.fault.value if r.fault else None for r in results[::2]] == ["hang", "cuda_error", "crash"]
 
 
+def test_a_cheat_between_two_honest_candidates_sways_neither(evaluator):
+    names = [("good", "tiled_v2.cu", "v2"), ("bad", "m5_skip_tile_if_c_not_nan.cu", "v2"), ("good", "tiled_v2.cu", "v2")]
+    first, cheat, last = evaluator.evaluate([cand(*x) for x in names], SHAPE, reuse=False)
+    assert first.ok and last.ok and not cheat.ok
+    assert abs(score(first) / score(last) - 1) < 0.25  # the same kernel, judged before and after the cheat
+
+
 def test_a_private_stream_fails_even_with_the_policy_off(evaluator, monkeypatch):
-    # Defence in depth: the policy rejects stream creation by name, but an obfuscated form could slip
-    # past it. Work on a private stream must then still fail a dynamic check: the verification stages
-    # race it, and before the timed outputs are poisoned the judge drains the whole device, so output
-    # the eager warm-up wrote late cannot pass for the (empty) timed graph's.
+    # v1 (a user's own file): defence in depth behind the policy. Work on a private stream must fail a
+    # dynamic check: the device is drained after every call, and every timed call is spot-checked.
     from cudal2.harness import build as build_mod
     monkeypatch.setattr(build_mod.policy, "check", lambda source, extra=(): [])
-    src = (KERNELS / "bad" / "private_stream.cu").read_text()
-    for _ in range(3):  # the race can go either way in one run; the device drain makes timing certain
-        (r,) = evaluator.evaluate([Candidate("private_stream.cu", src)], SHAPE)
+    for _ in range(3):
+        (r,) = evaluator.evaluate([cand("bad", "private_stream.cu", "v1")], SHAPE, reuse=False)
         assert r.stage is not Stage.POLICY, r.reason
         assert not r.ok, "work on a private stream passed every check"
+
+
+def test_an_m_range_kernel_is_verified_at_fresh_m_of_every_residue(evaluator):
+    (r,) = evaluator.evaluate([cand("bad", "m9_mrange_predictable.cu", "v2")], Problem(257, 136, 1032))
+    assert not r.ok and r.stage.value in ("exact", "gaussian"), r.reason

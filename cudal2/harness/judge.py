@@ -80,19 +80,11 @@ def device() -> DeviceInfo:
 
 def load(req: JudgeRequest):
     """The callable candidate: a fresh v2 module, or a v1 library (in a process that leaves after)."""
+    from cudal2.harness.loader import LoadError, load_artifact
     try:
-        if req.kind == "cubin":
-            from cudal2.harness.launch import SpecError
-            from cudal2.harness.module import LoadError as ModuleLoadError, load as load_module
-            try:
-                return load_module(req.binary, req.spec)
-            except (ModuleLoadError, SpecError, OSError) as e:
-                raise Failed(Stage.LOAD, str(e)) from None
-        from cudal2.harness.loader import LoadError, load_candidate
-        try:
-            return load_candidate(req.binary)
-        except LoadError as e:
-            raise Failed(Stage.LOAD, str(e)) from None
+        return load_artifact(req.binary, req.kind, req.spec)
+    except LoadError as e:
+        raise Failed(Stage.LOAD, str(e)) from None
     except cp.cuda.runtime.CUDARuntimeError as e:
         raise Failed(Stage.LOAD, f"CUDA error: {e}", Fault.CUDA_ERROR) from None
 
@@ -167,6 +159,7 @@ class Judge:
         """Random workspace and C, one call, wait for the device, then inputs and canaries checked."""
         v = self.cfg.verify
         a_copy, b_copy = t.a.copy(), t.b.copy()
+        self.vlog.key = guards.new_key()   # workspace bytes and C values never repeat between calls
         guards.prep(self.stream, self.vlog, t.W.ptr, t.ws_bytes, t.c, t.p.K)
         self.guarded_call(t.A.ptr, t.B.ptr, t.C.ptr, t.p, t.W.ptr, t.ws_bytes, stage, v.call_timeout_s)
         self.drain_device(stage, v.call_timeout_s)   # the device is idle after the call

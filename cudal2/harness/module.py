@@ -53,7 +53,11 @@ class Module:
     def __init__(self, data: bytes, spec: LaunchSpec):
         cu = _cu()
         self.spec = spec
-        self._mod = _check(cu.cuModuleLoadData(data), "cuModuleLoadData")
+        if not int(_check(cu.cuCtxGetCurrent(), "cuCtxGetCurrent")):
+            import cupy
+            cupy.cuda.runtime.free(0)  # make the device's primary context current, as the runtime API does
+        image = ctypes.create_string_buffer(data, len(data))  # alive for the call: the driver copies it
+        self._mod = _check(cu.cuModuleLoadData(ctypes.addressof(image)), "cuModuleLoadData")
         self._fns: dict[str, object] = {}
         self._smem_set: dict[str, int] = {}
         self._resolved: dict[tuple[int, int, int], list[Resolved]] = {}
@@ -150,7 +154,9 @@ def encode_tmap(ptr: int, inner: int, outer: int, box: tuple[int, int], swizzle:
     sw = {0: cu.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_NONE, 32: cu.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_32B,
           64: cu.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_64B, 128: cu.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B}
     tmap = _check(cu.cuTensorMapEncodeTiled(
-        cu.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, ptr, [inner, outer], [inner * 2], list(box), [1, 1],
+        cu.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT16, cu.cuuint32_t(2), ptr,
+        [cu.cuuint64_t(inner), cu.cuuint64_t(outer)], [cu.cuuint64_t(inner * 2)],
+        [cu.cuuint32_t(box[0]), cu.cuuint32_t(box[1])], [cu.cuuint32_t(1), cu.cuuint32_t(1)],
         cu.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE, sw[swizzle],
         cu.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
         cu.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE), "cuTensorMapEncodeTiled")

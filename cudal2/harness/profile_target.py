@@ -1,6 +1,6 @@
 """The process Nsight Compute profiles: one candidate call at one shape, nothing else.
 
-Usage: `python -m cudal2.harness.profile_target LIB.so M N K`, or `cublas` for LIB.so to profile
+Usage: `python -m cudal2.harness.profile_target LIB.so|KERNEL.cubin M N K`, or `cublas` for LIB.so to profile
 the vendor baseline (cublasGemmEx, TN, as the judge times it) on the same inputs for comparison.
 
 Guarantees: inputs are fresh standard-normal fp16 (never zeros), everything runs on one
@@ -18,7 +18,7 @@ import sys
 
 import cupy as cp
 
-from cudal2.harness.loader import load_candidate
+from cudal2.harness.loader import load_artifact
 from cudal2.harness.profile import CUBLAS
 
 
@@ -27,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) != 4:
         sys.exit("usage: python -m cudal2.harness.profile_target LIB.so|cublas M N K")
     lib, (M, N, K) = args[0], (int(x) for x in args[1:])
-    cand = None if lib == CUBLAS else load_candidate(lib)
+    cand = None if lib == CUBLAS else load_artifact(lib)
     ws_bytes = cand.workspace_bytes(M, N, K) if cand else 0
 
     stream = cp.cuda.Stream(non_blocking=True)

@@ -71,7 +71,7 @@ class Library:
             if e.id in self._loaded:
                 return self._loaded[e.id]
             from cudal2.harness.build import build, nvcc_version
-            from cudal2.harness.loader import load_candidate
+            from cudal2.harness.loader import load_artifact
             source = (self.folder / e.source).read_text()
             cfg = dataclasses.replace(self.build_cfg, flags=list(e.build.get("flags", self.build_cfg.flags)),
                                       archs=list(e.build.get("archs", self.build_cfg.archs)))
@@ -85,11 +85,7 @@ class Library:
                 warnings.warn(f"cudal2: {e.id} was generated with nvcc {e.build.get('nvcc')}, built here with "
                               f"{nvcc_version(cfg.nvcc)}: device code differs from the verified binary; "
                               "run `cudal2 library verify` on this machine", stacklevel=3)
-            if b.kind == "cubin":  # the worker's loader: what the judge verified is what runs here
-                from cudal2.harness.module import load as load_module
-                cand = load_module(b.lib_path, b.spec)
-            else:
-                cand = load_candidate(b.lib_path)
+            cand = load_artifact(b.lib_path, b.kind, b.spec)  # the worker's loader: what the judge verified
             self._loaded[e.id] = cand
             return cand
 

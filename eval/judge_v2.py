@@ -1,0 +1,172 @@
+"""Figures for judge v2 (run on the GPU machine; each writes JSON to --out and prints a table).
+
+  python eval/judge_v2.py suite        every kernel of tests/kernels: stage reached vs expected, score
+  python eval/judge_v2.py separation   the cancelling trial's error ratio to cuBLAS, honest vs fp16 partials, by K
+  python eval/judge_v2.py throughput   64 distinct sm80 (contract v2) renders at 1024^3: verified candidates per minute
+  python eval/judge_v2.py compare --v1 DIR
+        honest kernels judged by the v1 judge (the package at DIR, on the v1 renders) and by this one
+        (v2 renders of the same points): are the speedups the same with the per-call guards subtracted?
+
+Nothing is asserted here: these are measurements for the closing note and eval/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from cudal2.config import Config
+from cudal2.harness.evaluate import Candidate, Evaluator
+from cudal2.kernels.family import Limits, get_family
+from cudal2.problem import Problem
+from cudal2.search.score import score
+
+ROOT = Path(__file__).resolve().parent.parent
+KERNELS = ROOT / "tests" / "kernels"
+LIB = ROOT / "kernels_out" / "sm90"
+SHAPE = Problem(257, 136, 1032)
+
+
+def cfg(**timing) -> Config:
+    return Config.load(build={"cache_dir": os.environ.get("CUDAL2_CACHE") or tempfile.mkdtemp()},
+                       **({"timing": timing} if timing else {}))
+
+
+def suite(out: Path) -> None:
+    expected = json.loads((KERNELS / "bad" / "EXPECTED.json").read_text())
+    rows = []
+    ev = Evaluator(cfg(repeats=10, server_calls=12))
+    for folder in ("good", "bad"):
+        for f in sorted((KERNELS / folder).glob("*.cu")):
+            want = expected.get(f.name, {"stage": "done", "contract": "v2" if f.name.endswith("_v2.cu") else "v1"})
+            v2 = want.get("contract") == "v2"
+            c = Candidate(f.name, f.read_text(), trust="untrusted" if v2 else "user")
+            t0 = time.monotonic()
+            (r,) = ev.evaluate([c], SHAPE)
+            stages = want["stage"] if isinstance(want["stage"], list) else [want["stage"]]
+            ok = r.stage.value in stages and (not r.ok or "done" in stages) and \
+                (not r.ok or folder == "good" or (score(r) or 0) < want.get("max_speedup", 0))
+            rows.append({"kernel": f"{folder}/{f.name}", "contract": "v2" if v2 else "v1", "expected": stages,
+                         "stage": r.stage.value, "fault": r.fault.value if r.fault else None, "as_expected": ok,
+                         "score": score(r), "reason": r.reason[:200], "seconds": round(time.monotonic() - t0, 1)})
+            print(f"{'ok ' if ok else 'BAD'} {rows[-1]['kernel']:48s} {rows[-1]['contract']} {r.stage.value:12s} "
+                  f"want {'/'.join(stages):24s} score {score(r) or 0:6.3f}  {r.reason[:90]}", flush=True)
+    ev.close()
+    print(f"{sum(r['as_expected'] for r in rows)}/{len(rows)} as expected")
+    out.write_text(json.dumps(rows, indent=1))
+
+
+SEPARATION = {"naive_v2 (fp32)": "good/naive_v2.cu", "tiled_v2 (fp32, mma)": "good/tiled_v2.cu",
+              "splitk_v2 (fp32 partials)": "good/splitk_v2.cu", "fp16 partials of 16": "bad/m8_fp16_partials_16.cu",
+              "fp16 partials of 32": "bad/m8_fp16_partials_32.cu"}
+
+
+def separation(out: Path) -> None:
+    ev = Evaluator(cfg())
+    rows = []
+    sm80 = get_family("sm80")
+    for K in (64, 256, 1032, 4096, 16384):
+        p = Problem(256, 256, K)
+        cands = [Candidate(label, (KERNELS / f).read_text()) for label, f in SEPARATION.items()]
+        for split in (1, 4):  # the family's own split-K path too
+            pts = [x for x in sm80.valid_points(p, Limits()) if x["SPLIT_K"] == split]
+            if pts:
+                cands.append(Candidate(f"sm80 render, SPLIT_K={split}", sm80.render(pts[0], p)))
+        for c in cands:
+            (r,) = ev.evaluate([c], p, time_it=False)
+            trials = r.checks.get(str(p), {}).get("gaussian", [])
+            ratios = {t["dist"]: round(t["rel_ratio"], 2) for t in trials if "rel_ratio" in t}
+            rows.append({"K": K, "kernel": c.name, "verdict": "pass" if r.ok else f"fail@{r.stage.value}", **ratios})
+            print(f"K={K:6d} {c.name:28s} {rows[-1]['verdict']:14s} ratio to cuBLAS: {ratios}", flush=True)
+    ev.close()
+    print(f"bound: error_ratio = {ev.cfg.verify.error_ratio}")
+    out.write_text(json.dumps(rows, indent=1))
+
+
+def throughput(out: Path) -> None:
+    p = Problem(1024, 1024, 1024)
+    fam = get_family("sm80")
+    pts = sorted(fam.valid_points(p, Limits()), key=lambda x: -fam.prior(x, p, Limits()))[:64]
+    cands = [Candidate("sm80-" + "-".join(map(str, x.values())), fam.render(x, p)) for x in pts]
+    ev = Evaluator(cfg())
+    t0 = time.monotonic()
+    results = ev.evaluate(cands, p, reuse=False)
+    wall = time.monotonic() - t0
+    ev.close()
+    stages: dict[str, int] = {}
+    for r in results:
+        stages[r.stage.value] = stages.get(r.stage.value, 0) + 1
+    ok = sum(r.ok for r in results)
+    summary = {"candidates": len(cands), "verified": ok, "wall_s": wall, "verified_per_min": 60 * ok / wall,
+               "stages": stages, "shape": str(p), "rejudged": sum("rejudge" in r.checks for r in results),
+               "guard_us_median": sorted(r.checks.get("guard_us") or 0 for r in results)[len(results) // 2],
+               "best_score": max((score(r) or 0) for r in results)}
+    out.write_text(json.dumps(summary, indent=1))
+    print(json.dumps(summary, indent=1))
+
+
+COMPARE = ["64x64x64", "512x256x64", "512x512x512", "256x1024x512", "128x4096x512", "64x1024x16384",
+           "12288x1024x64", "16384x64x128"]
+_V1_JOB = """
+import json, sys, tempfile
+from cudal2.config import Config
+from cudal2.harness.evaluate import Candidate, Evaluator
+from cudal2.problem import Problem
+jobs = json.loads(sys.stdin.read())
+ev = Evaluator(Config.load(build={"cache_dir": tempfile.mkdtemp()}))
+out = []
+for name, src, (M, N, K) in jobs:
+    (r,) = ev.evaluate([Candidate(name, src)], Problem(M, N, K), reuse=False)
+    out.append({"ok": r.ok, "reason": r.reason, "speedup": r.speedup})
+ev.close()
+print("JSON" + json.dumps(out))
+"""
+
+
+def compare(out: Path, v1: Path) -> None:
+    from cudal2.library import manifest
+    entries = {f"{e.M}x{e.N}x{e.K}": e for e in manifest.read(LIB) if e.family == "sm80"}
+    picked = [entries[s] for s in COMPARE if s in entries]
+    jobs = [(e.id, (v1 / "kernels" / f"{e.extra['contract_v1_id']}.cu").read_text(), (e.M, e.N, e.K)) for e in picked]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(v1.resolve()), os.environ.get("PYTHONPATH", "")])}
+    res = subprocess.run([sys.executable, "-c", _V1_JOB], input=json.dumps(jobs), capture_output=True, text=True,
+                         env=env, cwd=tempfile.mkdtemp())
+    line = [x for x in res.stdout.splitlines() if x.startswith("JSON")]
+    if not line:
+        sys.exit(f"the v1 judge failed:\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}")
+    old = json.loads(line[0][4:])
+    ev = Evaluator(cfg())
+    rows = []
+    for e, o in zip(picked, old):
+        c = Candidate.made_by(e.id, (LIB / e.source).read_text(), "template", e.family, e.params)
+        (r,) = ev.evaluate([c], Problem(e.M, e.N, e.K), reuse=False)
+        row = {"shape": f"{e.M}x{e.N}x{e.K}", "v2_ok": r.ok, "v1_ok": o["ok"], "guard_us": r.checks.get("guard_us")}
+        for mode in ("offline", "server"):
+            a = o["speedup"].get(mode, {}).get("vendor_default")
+            b = r.speedup.get(mode, {}).get("vendor_default")
+            row[f"{mode}_v1"], row[f"{mode}_v2"] = a, b
+            row[f"{mode}_v2_over_v1"] = b / a if a and b else None
+        rows.append(row)
+        print(f"{row['shape']:>16}  offline v1 {row['offline_v1'] or 0:6.3f} v2 {row['offline_v2'] or 0:6.3f}   "
+              f"server v1 {row['server_v1'] or 0:6.3f} v2 {row['server_v2'] or 0:6.3f}   guard {row['guard_us'] or 0:6.2f} us"
+              f"  {'' if r.ok else r.reason[:80]}", flush=True)
+    ev.close()
+    out.write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("what", choices=["suite", "separation", "throughput", "compare"])
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--v1", type=Path, help="compare: a folder holding the v1 judge's cudal2/ and kernels/")
+    a = ap.parse_args()
+    if a.what == "compare":
+        compare(a.out, a.v1)
+    else:
+        {"suite": suite, "separation": separation, "throughput": throughput}[a.what](a.out)
