@@ -105,7 +105,6 @@ def throughput(out: Path) -> None:
     ok = sum(r.ok for r in results)
     summary = {"candidates": len(cands), "verified": ok, "wall_s": wall, "verified_per_min": 60 * ok / wall,
                "stages": stages, "shape": str(p), "rejudged": sum("rejudge" in r.checks for r in results),
-               "guard_us_median": sorted(r.checks.get("guard_us") or 0 for r in results)[len(results) // 2],
                "best_score": max((score(r) or 0) for r in results)}
     out.write_text(json.dumps(summary, indent=1))
     print(json.dumps(summary, indent=1))
@@ -146,7 +145,7 @@ def compare(out: Path, v1: Path) -> None:
     for e, o in zip(picked, old):
         c = Candidate.made_by(e.id, (LIB / e.source).read_text(), "template", e.family, e.params)
         (r,) = ev.evaluate([c], Problem(e.M, e.N, e.K), reuse=False)
-        row = {"shape": f"{e.M}x{e.N}x{e.K}", "v2_ok": r.ok, "v1_ok": o["ok"], "guard_us": r.checks.get("guard_us")}
+        row = {"shape": f"{e.M}x{e.N}x{e.K}", "v2_ok": r.ok, "v1_ok": o["ok"]}
         for mode in ("offline", "server"):
             a = o["speedup"].get(mode, {}).get("vendor_default")
             b = r.speedup.get(mode, {}).get("vendor_default")
@@ -154,7 +153,7 @@ def compare(out: Path, v1: Path) -> None:
             row[f"{mode}_v2_over_v1"] = b / a if a and b else None
         rows.append(row)
         print(f"{row['shape']:>16}  offline v1 {row['offline_v1'] or 0:6.3f} v2 {row['offline_v2'] or 0:6.3f}   "
-              f"server v1 {row['server_v1'] or 0:6.3f} v2 {row['server_v2'] or 0:6.3f}   guard {row['guard_us'] or 0:6.2f} us"
+              f"server v1 {row['server_v1'] or 0:6.3f} v2 {row['server_v2'] or 0:6.3f}"
               f"  {'' if r.ok else r.reason[:80]}", flush=True)
     ev.close()
     out.write_text(json.dumps(rows, indent=1))

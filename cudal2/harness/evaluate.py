@@ -146,8 +146,6 @@ class Evaluator:
                 if k in d:
                     setattr(r, k, d[k])
             r.times = {m: {n: Timing(**t) for n, t in rs.items()} for m, rs in d.get("times", {}).items()}
-            if d.get("guard_us") is not None:
-                r.checks["guard_us"] = d["guard_us"]
         elif o.fault:
             stage = Stage(o.stage) if o.stage in Stage._value2member_map_ else Stage.LOAD
             r.fail(stage, o.error, o.fault)

@@ -19,12 +19,13 @@ Guarantees, in order (the first failure stops the run and is recorded with its s
   `max_error_ratio` x (largest element).
 - repeat: consecutive calls through the same pointers, new contents each time, each checked.
 - determinism: identical inputs, outputs equal bit for bit.
-- timing: offline and server beside the baselines. Around every call of every runner,
-  `guards.prep` regenerates the smaller operand densely (no two timed calls see the same
-  inputs) and `guards.spot` checks the output at positions drawn after the call; every
-  candidate call must be checked and none may fail. The guards' own cost is timed alone in the
-  same rounds and subtracted. After timing, the fixed operand is compared with its untouched
-  copy, and the final outputs of a sample of sets are checked in full.
+- timing: offline and server beside the baselines, on distinct input sets. Before every replay
+  (offline) or call (server) of every runner, untimed, `guards` regenerate the smaller operand
+  densely (no timed call sees inputs an earlier call saw), randomize workspaces and C, and the
+  L2 is flushed; after it, every call's output is spot-checked at positions drawn after the call;
+  every candidate call must be checked and none may fail. Nothing of this is inside a timed
+  region. After timing, the fixed operand is compared with its untouched copy, every workspace's
+  guards are checked, and the final outputs of a sample of sets are checked in full.
 - sanity: no time below the physical floor of the shape.
 Inputs are drawn fresh (unpredictable seed) for every trial; seeds are recorded in `checks`.
 
@@ -130,7 +131,6 @@ class Judge:
         self.cand = load(req) if req else None
         self.checks: dict = {}
         self._cublas: Cublas | None = None
-        self.vlog = guards.Log()   # the verification stages' prep counters (not checked)
 
     def close(self) -> None:
         if self.cand is not None and hasattr(self.cand, "close"):
@@ -159,8 +159,8 @@ class Judge:
         """Random workspace and C, one call, wait for the device, then inputs and canaries checked."""
         v = self.cfg.verify
         a_copy, b_copy = t.a.copy(), t.b.copy()
-        self.vlog.key = guards.new_key()   # workspace bytes and C values never repeat between calls
-        guards.prep(self.stream, self.vlog, t.W.ptr, t.ws_bytes, t.c, t.p.K)
+        # Fresh workspace bytes and C values (a new key: they never repeat between calls).
+        guards.Guard([t.c], t.p.K, ws=[t.W.ptr], ws_bytes=t.ws_bytes).prep()
         self.guarded_call(t.A.ptr, t.B.ptr, t.C.ptr, t.p, t.W.ptr, t.ws_bytes, stage, v.call_timeout_s)
         self.drain_device(stage, v.call_timeout_s)   # the device is idle after the call
         if not (bool((t.a.view(cp.uint16) == a_copy.view(cp.uint16)).all())
@@ -246,28 +246,34 @@ class Judge:
         self.checks.setdefault(key, {}).setdefault(name, []).append(stats)
 
     def time(self, p: Problem) -> dict:
-        """Both timing modes beside the baselines, every call prepared and spot-checked."""
+        """Both timing modes beside the baselines. Each runner's offline graph is one pass over input
+        sets that are all distinct (no call in a replay sees another's inputs); before every replay,
+        untimed, its sets are made fresh (operand X regenerated, workspaces and C randomized) and the
+        L2 flushed; after it, every call's output is spot-checked."""
         tc, dev = self.cfg.timing, device()
         timeout = self.cfg.verify.call_timeout_s
-        regen_a = p.M <= p.N  # regenerate the smaller operand: least extra traffic
+        regen_a = p.M <= p.N  # regenerate the smaller operand: least untimed work
         with_bt = "cublas" in tc.baselines
-        set_bytes = p.min_bytes + 2 * p.K * (p.N if regen_a else p.M) + (2 * p.N * p.K if with_bt else 0)
-        nsets = max(2, min(tc.max_sets, math.ceil(tc.rotation_l2_factor * dev.l2_bytes / p.min_bytes)))
-        free = cp.cuda.runtime.memGetInfo()[0]
-        nsets = max(2, min(nsets, int(free * 0.5 // max(set_bytes, 1))))
         ws = self.workspace_bytes(p)
-        W = buffers.Guarded(ws, self.cfg.verify.guard_bytes)
-        dummy_ws = cp.empty(max(ws, 1), dtype=cp.uint8)   # the baselines' and the guard's prep writes as much
+        guard = self.cfg.verify.guard_bytes
+        set_bytes = (p.min_bytes + 2 * p.M * p.N + 2 * p.K * (p.N if regen_a else p.M) + (2 * p.N * p.K if with_bt else 0)
+                     + ws + 4 * guard)
+        # Enough distinct sets that they exceed the L2 and that one pass lasts about min_replay_ms.
+        floor = max(p.floor_s(dev.peak_flops, dev.peak_bytes_per_s), 1e-7)
+        want = max(math.ceil(tc.rotation_l2_factor * dev.l2_bytes / p.min_bytes), math.ceil(tc.min_replay_ms * 1e-3 / floor))
+        free = cp.cuda.runtime.memGetInfo()[0]
+        nsets = max(2, min(tc.max_sets, want, int(free * 0.5 // set_bytes)))
         dist = "uniform" if (self.req and self.req.rejudge) else "normal"
         rng = random.Random()
         with self.stream:
             sets = self.make_sets(p, nsets, with_bt, dist)
-            pristine = [(s.copy()) for s in (sets.B if regen_a else sets.A)]
+            pristine = [s.copy() for s in (sets.B if regen_a else sets.A)]
+            Ws = [buffers.Guarded(ws, guard) for _ in range(nsets)] if self.cand else []
             core: dict[str, timing.Runner] = {}
             if self.cand:
                 def cand(i: int) -> None:
                     rc = self.cand.call(sets.A[i].data.ptr, sets.B[i].data.ptr, sets.C[i].data.ptr, p.M, p.N, p.K,
-                                        W.ptr, ws, self.stream.ptr)
+                                        Ws[i].ptr, ws, self.stream.ptr)
                     if rc != 0:
                         raise Failed(Stage.TIMING, f"the call returned {rc} ({_error_name(rc)}) in a timed call")
                 core["candidate"] = cand
@@ -282,78 +288,71 @@ class Judge:
                                          tc.min_replay_ms, tc.max_graph_calls, timeout))
             names = list(core)
             rng.shuffle(names)   # no fixed runner order to adapt to
-            logs = {n: guards.Log() for n in names + ["guard"]}
+            A, B = (sets.A, pristine) if regen_a else (pristine, sets.B)
+            gd = {n: guards.Guard(sets.C if n == "candidate" else sets.Cb, p.K,
+                                  X=sets.A if regen_a else (sets.Bt if n == "cublas_nn" else sets.B),
+                                  transposed=not regen_a and n == "cublas_nn", A=A, B=B, regen=1 if regen_a else 2,
+                                  ws=[w.ptr for w in Ws] if n == "candidate" else None, ws_bytes=ws)
+                  for n in names}
+            flush = cp.empty(int(tc.flush_l2_factor * dev.l2_bytes), dtype=cp.uint8)
 
-            def prep(n: str, i: int) -> None:
-                out = sets.C[i] if n == "candidate" else sets.Cb[i]
-                X, transposed = (sets.A[i], False) if regen_a else \
-                    ((sets.Bt[i], True) if n == "cublas_nn" else (sets.B[i], False))
-                guards.prep(self.stream, logs[n], W.ptr if n == "candidate" else dummy_ws.data.ptr, ws, out, p.K,
-                            X, transposed)
-
-            def spot(n: str, i: int) -> None:
-                out = sets.C[i] if n == "candidate" else sets.Cb[i]
-                A, B = (sets.A[i], pristine[i]) if regen_a else (pristine[i], sets.B[i])
-                guards.spot(self.stream, logs[n], out, A, B, 1 if regen_a else 2)
-
-            def wrapped(n: str) -> timing.Runner:
-                def run(i: int) -> None:
-                    prep(n, i)
-                    if n in core:
-                        core[n](i)
-                    spot(n, i)
-                return run
+            def fresh(n: str) -> None:
+                gd[n].prep()
+                flush.fill(0)   # the sets come from memory, as in a run over more data than the L2 holds
 
             times: dict[str, dict] = {}
             if "offline" in tc.modes:
-                runners = {n: wrapped(n) for n in names + ["guard"]}
+                graphs = {}
                 with faults(Stage.TIMING):
-                    try:
-                        graphs = timing.build_graphs(self.stream, runners, nsets, tc.min_replay_ms,
-                                                     tc.max_graph_calls, timeout)
-                    except timing.CaptureError as e:
-                        raise Failed(Stage.TIMING, f"not stream-ordered: {e}") from None
+                    for n in names:  # an eager pass (warm-up, and checked like the rest), then the capture
+                        fresh(n)
+                        timing.round_time_s(self.stream, core[n], nsets, timeout)
+                        gd[n].spot()
+                        try:
+                            graphs[n] = (timing.capture(self.stream, core[n], list(range(nsets))), nsets)
+                        except timing.CaptureError as e:
+                            raise Failed(Stage.TIMING, f"not stream-ordered: {e}") from None
                 self.drain_device(Stage.TIMING, timeout)
-                before = {n: logs[n].read()[0] for n in names}
                 beat("timing", 600)
                 with faults(Stage.TIMING):
-                    raw = timing.offline(self.stream, graphs, tc.repeats, timeout)
-                times["offline"] = timing.subtract(raw, "guard")
-                self.guard_us = raw["guard"].median_us
-                expected = {n: (tc.repeats + 1) * graphs[n][1] for n in names}   # the warm-up replay and the timed ones
-                if self.cand:
-                    graphs["candidate"][0].launch(self.stream)   # last: the sets now hold its outputs
+                    times["offline"] = timing.offline(self.stream, graphs, tc.repeats, timeout,
+                                                      before={n: (lambda n=n: fresh(n)) for n in names},
+                                                      after={n: gd[n].spot for n in names})
+                expected = {n: tc.repeats + 2 for n in names}   # the eager pass, the warm-up, the timed replays
+                if self.cand:   # last: the sets now hold its outputs for the full check below
+                    fresh("candidate")
+                    graphs["candidate"][0].launch(self.stream)
+                    gd["candidate"].spot()
                     self.wait(Stage.TIMING, timeout)
-                    expected["candidate"] += graphs["candidate"][1]
+                    expected["candidate"] += 1
                 self.drain_device(Stage.TIMING, timeout)
-                self.check_logs(logs, names, before, expected, "offline")
+                self.check_logs(gd, names, {n: 0 for n in names}, expected, "offline")
                 if self.cand:
-                    self.check_inputs(sets, pristine, regen_a)
+                    self.check_inputs(sets, pristine, regen_a, Ws)
                     self.check_sets(sets, "offline timed calls", range(nsets))
             if "server" in tc.modes:
-                flush = cp.empty(int(tc.flush_l2_factor * dev.l2_bytes), dtype=cp.uint8)
-                before = {n: logs[n].read()[0] for n in names}
+                before = {n: gd[n].log.read()[0] for n in names}
                 with faults(Stage.TIMING):
                     times["server"] = timing.server(self.stream, {n: core[n] for n in names}, nsets, tc.server_calls,
                                                     tc.server_gap_us, flush, timeout,
-                                                    before={n: (lambda i, n=n: prep(n, i)) for n in names},
-                                                    after={n: (lambda i, n=n: spot(n, i)) for n in names},
+                                                    before={n: (lambda i, n=n: gd[n].prep(i, 1)) for n in names},
+                                                    after={n: (lambda i, n=n: gd[n].spot(i, 1)) for n in names},
                                                     seed=rng.getrandbits(32))
                 self.drain_device(Stage.TIMING, timeout)
-                self.check_logs(logs, names, before, {n: tc.server_calls for n in names}, "server")
+                self.check_logs(gd, names, before, {n: tc.server_calls for n in names}, "server")
                 if self.cand:
-                    self.check_inputs(sets, pristine, regen_a)
+                    self.check_inputs(sets, pristine, regen_a, Ws)
             if lt is not None:
                 self.lt_algos = {"heuristic_count": len(lt), "autotune_choice": baselines_autotuned(p)}
                 lt.close()
         return times
 
-    def check_logs(self, logs: dict[str, guards.Log], names: list[str], before: dict[str, int],
+    def check_logs(self, gd: dict[str, guards.Guard], names: list[str], before: dict[str, int],
                    expected: dict[str, int], mode: str) -> None:
         """Every call of every runner was spot-checked, and none failed (a baseline's failure is the
         harness's own bug, not the candidate's: it raises)."""
         for n in names:
-            checked, failed, first = logs[n].read()
+            checked, failed, first = gd[n].log.read()
             done = checked - before[n]
             if n != "candidate":
                 if failed or done != expected[n]:
@@ -362,17 +361,21 @@ class Judge:
                 continue
             self.record("timing", f"spot_{mode}", checked=done, expected=expected[n], failed=failed)
             if failed:
-                raise Failed(Stage.TIMING, f"{mode}: {failed} spot-checked outputs wrong in timed calls; first in call "
-                                           f"{first.call}: C[{first.row}][{first.col}] = {first.got:.4g}, want "
-                                           f"{first.want:.4g} (inputs change between timed calls)")
+                raise Failed(Stage.TIMING, f"{mode}: {failed} spot-checked outputs wrong in timed calls; first in check "
+                                           f"{first.check}, input set {first.set}: C[{first.row}][{first.col}] = "
+                                           f"{first.got:.4g}, want {first.want:.4g} (inputs change between timed calls)")
             if done != expected[n]:
-                raise Failed(Stage.TIMING, f"{mode}: {done} timed calls ran where {expected[n]} were enqueued")
+                raise Failed(Stage.TIMING, f"{mode}: {done} spot checks ran where {expected[n]} were enqueued")
 
-    def check_inputs(self, sets: Sets, pristine: list[cp.ndarray], regen_a: bool) -> None:
+    def check_inputs(self, sets: Sets, pristine: list[cp.ndarray], regen_a: bool, Ws: list[buffers.Guarded]) -> None:
+        """The operand no call regenerates is bitwise its untouched copy; every workspace's guards intact."""
         fixed = sets.B if regen_a else sets.A
         for i, (live, orig) in enumerate(zip(fixed, pristine)):
             if not bool((live.view(cp.uint16) == orig.view(cp.uint16)).all()):
                 raise Failed(Stage.INPUTS, f"{'B' if regen_a else 'A'} of input set {i} changed during timing")
+        for i, w in enumerate(Ws):
+            if not w.intact():
+                raise Failed(Stage.CANARY, f"write outside the workspace of input set {i} during timing")
 
     def make_sets(self, p: Problem, n: int, with_bt: bool, dist: str = "normal") -> Sets:
         s = Sets([], [], [], [], [])
@@ -428,7 +431,6 @@ def judge(req: JudgeRequest) -> dict:
         if req.time_it:
             times = j.time(p)
             out.update(summarize(p, times, dev, cfg))
-            out["guard_us"] = getattr(j, "guard_us", None)
             floor = p.floor_s(dev.peak_flops, dev.peak_bytes_per_s)
             for mode, rs in times.items():
                 if rs["candidate"].median_us * 1e-6 < floor * cfg.timing.floor_slack:
@@ -485,7 +487,6 @@ def baselines_job(M: int, N: int, K: int, cfg: Config) -> dict:
     times = j.time(p)
     return {"times": {m: {r: t.__dict__ for r, t in rs.items()} for m, rs in times.items()},
             "lt": getattr(j, "lt_algos", {}), "floor_us": p.floor_s(dev.peak_flops, dev.peak_bytes_per_s) * 1e6,
-            "guard_us": getattr(j, "guard_us", None),
             "gpu": {"name": dev.name, "driver": dev.driver, "sm_clock_mhz_after": sm_clock_mhz(dev.index),
                     "max_sm_clock_mhz": dev.max_sm_clock_mhz}}
 

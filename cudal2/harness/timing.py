@@ -157,9 +157,15 @@ def build_graphs(stream: cp.cuda.Stream, runners: dict[str, Runner], nsets: int,
 
 
 def offline(stream: cp.cuda.Stream, graphs: dict[str, tuple[cp.cuda.Graph, int]], repeats: int,
-            timeout_s: float) -> dict[str, Timing]:
-    for g, _ in graphs.values():           # warm-up replay of each
+            timeout_s: float, before: dict[str, Callable[[], None]] | None = None,
+            after: dict[str, Callable[[], None]] | None = None) -> dict[str, Timing]:
+    """Interleaved replays. `before[name]()` and `after[name]()` enqueue untimed work around each of
+    that runner's replays (outside its events), e.g. to prepare its inputs and check its outputs."""
+    before, after = before or {}, after or {}
+    for n, (g, _) in graphs.items():      # warm-up replay of each
+        before.get(n, _nothing)()
         g.launch(stream)
+        after.get(n, _nothing)()
     wait(stream, timeout_s)
     spin(stream, 500)
     names = list(graphs)
@@ -168,20 +174,19 @@ def offline(stream: cp.cuda.Stream, graphs: dict[str, tuple[cp.cuda.Graph, int]]
         order = names[r % len(names):] + names[:r % len(names)]  # no runner always goes first
         for n in order:
             g, _ = graphs[n]
+            before.get(n, _nothing)()
             e0, e1 = cp.cuda.Event(), cp.cuda.Event()
             e0.record(stream)
             g.launch(stream)
             e1.record(stream)
+            after.get(n, _nothing)()
             events[n].append((e0, e1))
     wait(stream, timeout_s * repeats)
     return {n: _stats([cp.cuda.get_elapsed_time(a, b) * 1e3 / graphs[n][1] for a, b in events[n]]) for n in names}
 
 
-def subtract(times: dict[str, Timing], name: str) -> dict[str, Timing]:
-    """The other runners' times less runner `name`'s in the same round (the cost of work every
-    runner's replay carries, timed alone: see the judge's guards). Floored at 1 ns a call."""
-    g = times[name].series_us
-    return {n: _stats([max(x - y, 1e-3) for x, y in zip(t.series_us, g)]) for n, t in times.items() if n != name}
+def _nothing() -> None:
+    pass
 
 
 def server(stream: cp.cuda.Stream, runners: dict[str, Runner], nsets: int, calls: int, gap_us: float,
