@@ -70,8 +70,8 @@ def test_faults_cost_one_candidate_each(evaluator):
 def test_a_cheat_between_two_honest_candidates_sways_neither(evaluator):
     names = [("good", "tiled_v2.cu", "v2"), ("bad", "m5_skip_tile_if_c_not_nan.cu", "v2"), ("good", "tiled_v2.cu", "v2")]
     first, cheat, last = evaluator.evaluate([cand(*x) for x in names], SHAPE, reuse=False)
-    assert first.ok and last.ok and not cheat.ok
-    assert abs(score(first) / score(last) - 1) < 0.25  # the same kernel, judged before and after the cheat
+    assert first.ok and not cheat.ok and last.ok, (first.reason, last.reason)
+    assert last.checks["timing"]["spot_offline"][0]["failed"] == 0
 
 
 def test_a_private_stream_fails_even_with_the_policy_off(evaluator, monkeypatch):

@@ -258,9 +258,10 @@ class Judge:
         guard = self.cfg.verify.guard_bytes
         set_bytes = (p.min_bytes + 2 * p.M * p.N + 2 * p.K * (p.N if regen_a else p.M) + (2 * p.N * p.K if with_bt else 0)
                      + ws + 4 * guard)
-        # Enough distinct sets that they exceed the L2 and that one pass lasts about min_replay_ms.
-        floor = max(p.floor_s(dev.peak_flops, dev.peak_bytes_per_s), 1e-7)
-        want = max(math.ceil(tc.rotation_l2_factor * dev.l2_bytes / p.min_bytes), math.ceil(tc.min_replay_ms * 1e-3 / floor))
+        # Enough distinct sets that they exceed the L2 and that one pass lasts about min_replay_ms
+        # (at the vendor's speed: a pass of a slower candidate lasts longer, which only helps).
+        want = max(math.ceil(tc.rotation_l2_factor * dev.l2_bytes / p.min_bytes),
+                   math.ceil(tc.min_replay_ms * 1e-3 / self.vendor_call_s(p, timeout)))
         free = cp.cuda.runtime.memGetInfo()[0]
         nsets = max(2, min(tc.max_sets, want, int(free * 0.5 // set_bytes)))
         dist = "uniform" if (self.req and self.req.rejudge) else "normal"
@@ -346,6 +347,17 @@ class Judge:
                 self.lt_algos = {"heuristic_count": len(lt), "autotune_choice": baselines_autotuned(p)}
                 lt.close()
         return times
+
+    def vendor_call_s(self, p: Problem, timeout: float) -> float:
+        """One cuBLAS call's time at `p` (events, after a warm-up): the yardstick for sizing the sets."""
+        with self.stream:
+            a, b, c = (cp.empty(s, cp.float16) for s in ((p.M, p.K), (p.N, p.K), (p.M, p.N)))
+            buffers.fill(a, "normal", 1)
+            buffers.fill(b, "normal", 2)
+            self.cublas.tn(a, b, c)
+            with faults(Stage.TIMING):
+                t = timing.round_time_s(self.stream, lambda i: self.cublas.tn(a, b, c), 3, timeout) / 3
+        return max(t, 1e-6)
 
     def check_logs(self, gd: dict[str, guards.Guard], names: list[str], before: dict[str, int],
                    expected: dict[str, int], mode: str) -> None:
