@@ -73,6 +73,7 @@ class Evaluator:
         self.store = store
         self.worker = worker or Worker(cfg.run.gpu, cfg.run.job_timeout_s)
         self.gpu_name = gpu_name
+        self._lib_entries: list | None = None
 
     def close(self) -> None:
         self.worker.close()
@@ -158,13 +159,19 @@ class Evaluator:
         known = []
         if self.store is not None:
             known += [score(x) for x in self.store.results(p.M, p.N, p.K) if x.ok and x.source_hash != exclude]
-        try:
-            from cudal2.library import folder, manifest
-            known += [e.score for e in manifest.read(folder(self.cfg.library.root or None)) if e.covers(p.M, p.N, p.K)]
-        except Exception:
-            pass  # no library here: nothing known from it
+        known += [e.score for e in self._library() if e.covers(p.M, p.N, p.K)]
         known = [x for x in known if x]
         return max(known) if known else None
+
+    def _library(self) -> list:
+        """The library's entries, read once per evaluator (no library here: none)."""
+        if self._lib_entries is None:
+            try:
+                from cudal2.library import folder, manifest
+                self._lib_entries = manifest.read(folder(self.cfg.library.root or None))
+            except Exception:
+                self._lib_entries = []
+        return self._lib_entries
 
     def _implausible(self, r: EvalResult, p: Problem) -> bool:
         sc, best = score(r), self.best_known(p, r.source_hash)
