@@ -105,7 +105,11 @@ def throughput(out: Path) -> None:
     ok = sum(r.ok for r in results)
     summary = {"candidates": len(cands), "verified": ok, "wall_s": wall, "verified_per_min": 60 * ok / wall,
                "stages": stages, "shape": str(p), "rejudged": sum("rejudge" in r.checks for r in results),
-               "best_score": max((score(r) or 0) for r in results)}
+               "best_score": max((score(r) or 0) for r in results),
+               "median_seconds": {k: sorted(r.checks.get("seconds", {}).get(k, 0) for r in results)[len(results) // 2]
+                                  for k in ("verify", "sets", "capture", "offline", "full_checks", "server")},
+               "median_judge_s": sorted(r.elapsed_s - r.build.get("seconds", 0) for r in results)[len(results) // 2],
+               "median_timing_sets": sorted(r.checks.get("timing_sets", 0) for r in results)[len(results) // 2]}
     out.write_text(json.dumps(summary, indent=1))
     print(json.dumps(summary, indent=1))
 

@@ -244,6 +244,16 @@ class Judge:
     def record(self, key: str, name: str, **stats) -> None:
         self.checks.setdefault(key, {}).setdefault(name, []).append(stats)
 
+    @contextmanager
+    def phase(self, name: str):
+        """Wall seconds per phase of the judging, in checks["seconds"] (harness throughput, not a verdict)."""
+        t0 = time.monotonic()
+        try:
+            yield
+        finally:
+            s = self.checks.setdefault("seconds", {})
+            s[name] = s.get(name, 0.0) + time.monotonic() - t0
+
     def time(self, p: Problem) -> dict:
         """Both timing modes beside the baselines. Each runner's offline graph is one pass over input
         sets that are all distinct (no call in a replay sees another's inputs); before every replay,
@@ -265,7 +275,8 @@ class Judge:
         nsets = max(2, min(tc.max_sets, want, int(free * 0.5 // set_bytes)))
         dist = "uniform" if (self.req and self.req.rejudge) else "normal"
         rng = random.Random()
-        with self.stream:
+        self.checks.setdefault("timing_sets", nsets)
+        with self.stream, self.phase("sets"):
             sets = self.make_sets(p, nsets, with_bt, dist)
             pristine = [s.copy() for s in (sets.B if regen_a else sets.A)]
             Ws = [buffers.Guarded(ws, guard) for _ in range(nsets)] if self.cand else []
@@ -300,10 +311,12 @@ class Judge:
                 gd[n].prep()
                 flush.fill(0)   # the sets come from memory, as in a run over more data than the L2 holds
 
-            times: dict[str, dict] = {}
+            self.drain_device(Stage.TIMING, timeout)
+        times: dict[str, dict] = {}
+        with self.stream:
             if "offline" in tc.modes:
                 graphs = {}
-                with faults(Stage.TIMING):
+                with faults(Stage.TIMING), self.phase("capture"):
                     for n in names:  # an eager pass (warm-up, and checked like the rest), then the capture
                         fresh(n)
                         timing.round_time_s(self.stream, core[n], nsets, timeout)
@@ -314,7 +327,7 @@ class Judge:
                             raise Failed(Stage.TIMING, f"not stream-ordered: {e}") from None
                 self.drain_device(Stage.TIMING, timeout)
                 beat("timing", 600)
-                with faults(Stage.TIMING):
+                with faults(Stage.TIMING), self.phase("offline"):
                     times["offline"] = timing.offline(self.stream, graphs, tc.repeats, timeout,
                                                       before={n: (lambda n=n: fresh(n)) for n in names},
                                                       after={n: gd[n].spot for n in names})
@@ -328,11 +341,12 @@ class Judge:
                 self.drain_device(Stage.TIMING, timeout)
                 self.check_logs(gd, names, {n: 0 for n in names}, expected, "offline")
                 if self.cand:
-                    self.check_inputs(sets, pristine, regen_a, Ws)
-                    self.check_sets(sets, "offline timed calls", range(nsets))
+                    with self.phase("full_checks"):
+                        self.check_inputs(sets, pristine, regen_a, Ws)
+                        self.check_sets(sets, "offline timed calls", range(nsets))
             if "server" in tc.modes:
                 before = {n: gd[n].log.read()[0] for n in names}
-                with faults(Stage.TIMING):
+                with faults(Stage.TIMING), self.phase("server"):
                     times["server"] = timing.server(self.stream, {n: core[n] for n in names}, nsets, tc.server_calls,
                                                     tc.server_gap_us, flush, timeout,
                                                     before={n: (lambda i, n=n: gd[n].prep(i, 1)) for n in names},
@@ -436,10 +450,11 @@ def judge(req: JudgeRequest) -> dict:
         if req.rejudge:  # fresh pointers: shift where this process's buffers land
             _shift = cp.empty(random.randrange(1, 256) << 20, dtype=cp.uint8)  # noqa: F841
         j = Judge(req, cfg)
-        for shape in [p] + [Problem(*s) for s in req.verify_shapes if tuple(s) != (p.M, p.N, p.K)]:
-            j.verify(shape)
-        for s in req.light_shapes:
-            j.verify(Problem(*s), light=True)
+        with j.phase("verify"):
+            for shape in [p] + [Problem(*s) for s in req.verify_shapes if tuple(s) != (p.M, p.N, p.K)]:
+                j.verify(shape)
+            for s in req.light_shapes:
+                j.verify(Problem(*s), light=True)
         if req.time_it:
             times = j.time(p)
             out.update(summarize(p, times, dev, cfg))
