@@ -77,7 +77,7 @@ class TimingConfig:
                               each_choices=["cublas", "cublaslt", "cublaslt_autotune"])
     repeats: int = _f(40, "Offline: timed graph replays per runner, interleaved in rounds (speedups are medians of "
                           "per-round ratios).", ge=3)
-    min_replay_ms: float = _f(0.5, "Offline: each graph replay holds enough calls, each on its own input set, to last "
+    min_replay_ms: float = _f(0.25, "Offline: each graph replay holds enough calls, each on its own input set, to last "
                                    "about this long at the vendor's speed (bounded by max_sets).", gt=0)
     rotation_l2_factor: float = _f(2.0, "Input sets rotate until their bytes exceed this multiple of L2.", ge=0)
     max_sets: int = _f(512, "Upper bound on rotating input sets (tiny shapes stop here).", ge=1)

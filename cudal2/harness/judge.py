@@ -122,12 +122,44 @@ class Trial:
 
 GAUSSIAN_DISTS = ("normal", "uniform", "cancel")
 
+# Per worker process, shared by the candidates it judges (all harness objects: a v2 candidate has no
+# host code to touch them, and a v1 candidate's process leaves after its one job).
+_shared: dict = {}
+
+
+def _shared_stream() -> cp.cuda.Stream:
+    if "stream" not in _shared:
+        _shared["stream"] = cp.cuda.Stream(non_blocking=False)  # blocking: legacy-stream use breaks capture
+    return _shared["stream"]
+
+
+def _shared_cublas(stream: cp.cuda.Stream) -> Cublas:
+    if "cublas" not in _shared:
+        _shared["cublas"] = Cublas(stream)
+    return _shared["cublas"]
+
+
+def _shared_lt(p: Problem, k: int):
+    """The cuBLASLt plan and its heuristic's algorithms for `p`, kept for the last few shapes."""
+    from cudal2.harness.cublaslt import LtGemm
+    plans = _shared.setdefault("lt", {})
+    key = (p.M, p.N, p.K, k)
+    if key not in plans:
+        while len(plans) >= 4:
+            old_lt, _ = plans.pop(next(iter(plans)))
+            old_lt.close()
+        ws = cp.empty(64 << 20, dtype=cp.uint8)
+        lt = LtGemm(p.M, p.N, p.K, ws.data.ptr, ws.nbytes)
+        lt.algorithms(k)
+        plans[key] = (lt, ws)
+    return plans[key][0]
+
 
 class Judge:
     def __init__(self, req: JudgeRequest | None, cfg: Config):
         """`req` None judges nothing and times the baselines alone."""
         self.cfg, self.req = cfg, req
-        self.stream = cp.cuda.Stream(non_blocking=False)  # blocking: legacy-stream use breaks capture
+        self.stream = _shared_stream()
         self.cand = load(req) if req else None
         self.checks: dict = {}
         self._cublas: Cublas | None = None
@@ -139,7 +171,7 @@ class Judge:
     @property
     def cublas(self) -> Cublas:
         if self._cublas is None:
-            self._cublas = Cublas(self.stream)
+            self._cublas = _shared_cublas(self.stream)
         return self._cublas
 
     # --- one call, with the per-call checks ------------------------------------------------
@@ -289,12 +321,9 @@ class Judge:
                         raise Failed(Stage.TIMING, f"the call returned {rc} ({_error_name(rc)}) in a timed call")
                 core["candidate"] = cand
             beat("timing", 600)
-            from cudal2.harness.cublaslt import LtGemm
             lt = None
             if {"cublaslt", "cublaslt_autotune"} & set(tc.baselines):
-                self._lt_ws = cp.empty(64 << 20, dtype=cp.uint8)
-                lt = LtGemm(p.M, p.N, p.K, self._lt_ws.data.ptr, self._lt_ws.nbytes)
-                lt.algorithms(tc.autotune_k)
+                lt = _shared_lt(p, tc.autotune_k)
             core.update(baseline_runners(tc.baselines, sets, self.stream, self.cublas, lt, tc.autotune_k,
                                          tc.min_replay_ms, tc.max_graph_calls, timeout))
             names = list(core)
@@ -358,7 +387,6 @@ class Judge:
                     self.check_inputs(sets, pristine, regen_a, Ws)
             if lt is not None:
                 self.lt_algos = {"heuristic_count": len(lt), "autotune_choice": baselines_autotuned(p)}
-                lt.close()
         return times
 
     def vendor_call_s(self, p: Problem, timeout: float) -> float:
