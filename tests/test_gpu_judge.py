@@ -88,3 +88,16 @@ def test_a_private_stream_fails_even_with_the_policy_off(evaluator, monkeypatch)
 def test_an_m_range_kernel_is_verified_at_fresh_m_of_every_residue(evaluator):
     (r,) = evaluator.evaluate([cand("bad", "m9_mrange_predictable.cu", "v2")], Problem(257, 136, 1032))
     assert not r.ok and r.stage.value in ("exact", "gaussian"), r.reason
+
+
+def test_an_implausible_score_is_judged_again_in_a_fresh_process():
+    from cudal2.config import Config
+    cfg = Config.load(timing={"repeats": 3, "server_calls": 4, "autotune_k": 4, "max_sets": 8},
+                      verify={"call_timeout_s": 5.0, "rejudge_above": 1e-6})  # any score is implausible here
+    ev = Evaluator(cfg)
+    try:
+        (r,) = ev.evaluate([cand("good", "naive_v2.cu")], SHAPE)
+    finally:
+        ev.close()
+    assert r.ok, r.reason
+    assert r.checks["rejudge"]["stage"] == "done" and r.checks["rejudge"]["second_score"] > 0

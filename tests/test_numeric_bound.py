@@ -1,5 +1,5 @@
 """The cancelling trial separates fp16 partial sums from fp32 accumulation (a CPU model of the
-arithmetic; eval/tolerance_separation.py measures the real kernels on the GPU)."""
+arithmetic; `python eval/judge_v2.py separation` measures the real kernels on the GPU)."""
 
 import numpy as np
 import pytest

@@ -188,6 +188,8 @@ class Evaluator:
             self._judge(again, fresh, JudgeRequest(**{**req.__dict__, "rejudge": True}))
         r.checks["rejudge"] = {"first_score": first, "second_score": score(again), "stage": again.stage.value,
                                "reason": again.reason}
+        if "harness_traceback" in again.checks:  # the harness's failure, not a verdict: never stored as one
+            r.checks["harness_traceback"] = again.checks["harness_traceback"]
         if not again.ok:
             r.fail(again.stage, f"re-judged (score {first:.2f} was implausible): {again.reason}", again.fault)
         elif score(again) < first:
