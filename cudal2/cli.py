@@ -134,6 +134,9 @@ def baselines(shapes: Path = typer.Option(..., "--shapes", help="JSON list of [M
 @app.command()
 def generate(mnk: Optional[str] = typer.Option(None, "--mnk", help="One shape M,N,K."),
              shapes: Optional[Path] = typer.Option(None, "--shapes", help="JSON list of shapes (resumes where it stopped)."),
+             model: Optional[Path] = typer.Option(None, "--model", help="A Hugging Face decoder's config.json: search "
+                                                  "its layers' GEMMs (q/k/v/o, gate/up/down, LM head) at the --m counts."),
+             m: Optional[str] = typer.Option(None, "--m", help="With --model: token counts M, e.g. 1,16,128,2048."),
              budget_minutes: Optional[float] = typer.Option(None, "--budget-minutes", help="Per shape; default from config."),
              families: Optional[str] = typer.Option(None, "--families", help="Comma list, e.g. sm80,sm90."),
              llm: Optional[str] = typer.Option(None, "--llm", help="openai:<model>, vllm:<model-or-path> or hf:<model-or-path>."),
@@ -143,10 +146,16 @@ def generate(mnk: Optional[str] = typer.Option(None, "--mnk", help="One shape M,
                                                   "and build them into the cache."),
              config: Optional[Path] = ConfigOpt) -> None:
     """Search for kernels faster than cuBLAS at the given shape(s); winners go to the kernel library."""
-    if (mnk is None) == (shapes is None):
-        fail("give exactly one of --mnk M,N,K or --shapes FILE")
+    if sum(x is not None for x in (mnk, shapes, model)) != 1:
+        fail("give exactly one of --mnk M,N,K, --shapes FILE or --model CONFIG.json (with --m)")
+    if (model is None) != (m is None):
+        fail("--model and --m go together: --model CONFIG.json --m 1,16,128,2048")
     try:
-        problems = [parse_mnk(mnk)] if mnk else load_shapes(shapes)
+        if model is not None:
+            from cudal2.model_shapes import model_problems, parse_ms
+            problems = model_problems(model, parse_ms(m))
+        else:
+            problems = [parse_mnk(mnk)] if mnk else load_shapes(shapes)
     except ProblemError as e:
         fail(str(e))
     cfg = load_config(config)

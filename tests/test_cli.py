@@ -84,3 +84,28 @@ def test_build_only_admits_a_pending_round_and_warms_the_cache_without_a_gpu(tmp
     # Run again before any GPU run: the same pending round, found in the cache, no new round.
     again = run("generate", "--mnk", "64,64,64", "--build-only", "-c", str(f))
     assert "2 built (2 already cached), 0 failed" in again.output
+
+
+def test_generate_model_needs_its_m_list(tmp_path):
+    assert_clean_error(run("generate", "--model", str(tmp_path / "config.json")), "--model and --m go together")
+
+
+def test_generate_model_missing_config(tmp_path):
+    assert_clean_error(run("generate", "--model", str(tmp_path / "nope.json"), "--m", "16"), "model config not found")
+
+
+def test_generate_model_builds_its_layer_shapes_without_a_gpu(tmp_path, monkeypatch):
+    import json
+    monkeypatch.setattr("cudal2.harness.device.gpu_present", lambda: "no NVIDIA GPU found (test)")
+    cfgf = tmp_path / "config.json"
+    cfgf.write_text(json.dumps({"hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4,
+                                "vocab_size": 256}))
+    c = tmp_path / "c.toml"
+    c.write_text(f'[build]\ncache_dir = "{tmp_path / "cache"}"\n[run]\ndb = "{tmp_path / "run.sqlite"}"\n'
+                 '[search]\nfamilies = ["sm80"]\nbatch = 1\n')
+    res = run("generate", "--model", str(cfgf), "--m", "16", "--build-only", "-c", str(c))
+    assert res.exit_code == 0, res.output
+    pop = Population(str(tmp_path / "run.sqlite"))
+    assert {p for p in [Problem(16, 64, 64), Problem(16, 128, 64), Problem(16, 64, 128), Problem(16, 256, 64)]
+            if pop.members(p, "pending")} == {Problem(16, 64, 64), Problem(16, 128, 64), Problem(16, 64, 128),
+                                              Problem(16, 256, 64)}
