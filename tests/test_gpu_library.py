@@ -82,3 +82,28 @@ def test_torch_op_compiles_and_captures(lib, monkeypatch):
         g.replay()
         torch.cuda.synchronize()
         torch.testing.assert_close(C, A @ B.T, atol=0.25, rtol=0.02)
+
+
+def test_linear_and_patch_on_the_gpu_match_torch():
+    import torch
+
+    import cudal2
+    x = torch.randn(2, 7, 256, device="cuda", dtype=torch.float16)
+    W = torch.randn(512, 256, device="cuda", dtype=torch.float16)
+    b = torch.randn(512, device="cuda", dtype=torch.float16)
+    want = torch.nn.functional.linear(x, W, b)
+    assert torch.allclose(cudal2.linear(x, W, b), want, atol=5e-2, rtol=1e-2)
+    m = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.GELU(), torch.nn.Linear(512, 256)).cuda().half()
+    before = m(x)
+    assert cudal2.patch(m) == 2
+    assert torch.allclose(m(x), before, atol=5e-2, rtol=1e-2)
+    assert cudal2.unpatch(m) == 2
+
+
+def test_host_tensors_are_refused_on_a_gpu_machine(lib):
+    import torch
+
+    from cudal2.library.arrays import InputError
+    A = torch.ones(64, 64, dtype=torch.float16)
+    with pytest.raises(InputError, match="host memory"):
+        lib.matmul(A, A)

@@ -23,7 +23,11 @@ def default_root() -> Path:
 
 
 def current_arch() -> str:
-    """'sm90' for compute capability 9.0, read through NVML (no CUDA context)."""
+    """'sm90' for compute capability 9.0, read through NVML (no CUDA context); LibraryError without a GPU."""
+    from cudal2.harness.device import gpu_present
+    why = gpu_present()
+    if why:
+        raise LibraryError(f"cudal2: {why}; the kernel library needs an NVIDIA GPU (or pass arch= to load a folder)")
     import pynvml as nv
     nv.nvmlInit()
     major, minor = nv.nvmlDeviceGetCudaComputeCapability(nv.nvmlDeviceGetHandleByIndex(0))

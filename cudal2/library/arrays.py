@@ -1,14 +1,33 @@
 """Array-library glue for the kernel library: torch or cupy, whichever the caller passed.
 
-Guarantees: pointers, the current stream, output and workspace allocation all come from the
-caller's own framework (its caching allocator, its current stream), so a library call is
-stream-ordered with the caller's work and capturable in the caller's CUDA graph; `vendor` is that
-framework's cuBLAS-backed A @ B.T.
+Guarantees: `check` refuses, with a one-line `InputError`, what the library does not compute:
+arrays off the GPU, a dtype other than fp16, other than two dimensions, non-contiguous memory,
+operands on different devices; pointers, the current stream, output and workspace allocation all
+come from the caller's own framework (its caching allocator, its current stream), so a library
+call is stream-ordered with the caller's work and capturable in the caller's CUDA graph; `vendor`
+is that framework's cuBLAS-backed A @ B.T, used for valid inputs no kernel serves (and for
+pointers not 256-byte aligned, which the kernel contract needs).
 
-Does not: copy, cast or make inputs contiguous: ineligible inputs go to the vendor path.
+Does not: copy, cast or make inputs contiguous.
 """
 
 from __future__ import annotations
+
+
+class InputError(ValueError):
+    """An input the library does not compute; the message is one line saying what to change."""
+
+
+def _problem(name: str, on_gpu: bool, dtype, fp16, ndim: int, contiguous: bool) -> str | None:
+    if not on_gpu:
+        return f"{name} is in host memory; cudal2 computes on CUDA arrays (move it to the GPU, e.g. .cuda())"
+    if dtype != fp16:
+        return f"{name} is {dtype}; cudal2 computes fp16 GEMMs (cast it, e.g. .half())"
+    if ndim != 2:
+        return f"{name} has {ndim} dimensions; cudal2.matmul takes 2 (cudal2.linear takes leading dimensions)"
+    if not contiguous:
+        return f"{name} is not contiguous; pass .contiguous() (cudal2 reads dense row-major rows)"
+    return None
 
 
 class _Torch:
@@ -18,11 +37,16 @@ class _Torch:
     def shape(self, x):
         return tuple(x.shape)
 
+    def check(self, A, B) -> None:
+        for name, x in (("A", A), ("B", B)):
+            why = _problem(name, x.is_cuda, x.dtype, self.t.float16, x.dim(), x.is_contiguous())
+            if why:
+                raise InputError(f"cudal2: {why}")
+        if B.device != A.device:
+            raise InputError(f"cudal2: A is on {A.device} and B on {B.device}; put them on one GPU")
+
     def eligible(self, A, B) -> bool:
-        t = self.t
-        return (A.dim() == 2 and B.dim() == 2 and A.dtype == t.float16 and B.dtype == t.float16 and A.is_cuda
-                and B.device == A.device and A.is_contiguous() and B.is_contiguous()
-                and A.data_ptr() % 256 == 0 and B.data_ptr() % 256 == 0)
+        return A.data_ptr() % 256 == 0 and B.data_ptr() % 256 == 0
 
     def vendor(self, A, B):
         return A @ B.T
@@ -47,10 +71,16 @@ class _Cupy:
     def shape(self, x):
         return tuple(x.shape)
 
+    def check(self, A, B) -> None:
+        for name, x in (("A", A), ("B", B)):
+            why = _problem(name, True, x.dtype, self.cp.float16, x.ndim, x.flags.c_contiguous)
+            if why:
+                raise InputError(f"cudal2: {why}")
+        if A.device != B.device:
+            raise InputError(f"cudal2: A is on {A.device} and B on {B.device}; put them on one GPU")
+
     def eligible(self, A, B) -> bool:
-        cp = self.cp
-        return (A.ndim == 2 and B.ndim == 2 and A.dtype == cp.float16 and B.dtype == cp.float16
-                and A.flags.c_contiguous and B.flags.c_contiguous and A.data.ptr % 256 == 0 and B.data.ptr % 256 == 0)
+        return A.data.ptr % 256 == 0 and B.data.ptr % 256 == 0
 
     def vendor(self, A, B):
         return A @ B.T

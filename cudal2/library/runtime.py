@@ -98,11 +98,12 @@ class Library:
         """C = A @ B.T for fp16 A (M×K) and B (N×K), torch or cupy, on the current stream."""
         from cudal2.library import arrays
         ops = arrays.ops_for(A, B)
+        ops.check(A, B)
         M, K = ops.shape(A)
         N, K2 = ops.shape(B)
         if K2 != K:
             raise ValueError(f"cudal2.matmul: A is {M}x{K} but B is {N}x{K2}; want B as N x K (C = A @ B.T)")
-        e = self.lookup(M, N, K) if ops.eligible(A, B) else None
+        e = self.lookup(M, N, K) if ops.eligible(A, B) else None   # unaligned views: the vendor
         if e is None:
             return ops.vendor(A, B)
         try:
