@@ -19,7 +19,8 @@ _lock = threading.Lock()
 
 
 def default_root() -> Path:
-    return Path(__file__).resolve().parent.parent.parent / "kernels_out"
+    from cudal2.resources import resource
+    return resource("kernels_out")
 
 
 def current_arch() -> str:

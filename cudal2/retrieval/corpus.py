@@ -35,10 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-import cudal2
+from cudal2.resources import resource
 
-ROOT = Path(cudal2.__file__).resolve().parent.parent
-NOTES = ROOT / "retrieval_corpus" / "notes"
+NOTES = resource("retrieval_corpus") / "notes"
 
 # Shapes seeds are rendered at: a large square, a skinny-M and a small square problem.
 SEED_SHAPES: tuple[tuple[int, int, int], ...] = ((4096, 4096, 4096), (128, 4096, 4096), (1024, 1024, 1024))

@@ -22,14 +22,13 @@ Variables:
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import jinja2
 
-import cudal2
+from cudal2.resources import resource
 
-PROMPTS = Path(cudal2.__file__).resolve().parent.parent / "prompts"
+PROMPTS = resource("prompts")
 TASK_VARS = ("shape", "gpu", "floor_us", "baselines", "chunks", "history", "failures", "parent", "output_mode")
 
 
