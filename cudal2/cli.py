@@ -227,6 +227,27 @@ def library_show(entry_id: str, root: Optional[Path] = LibOpt, arch: Optional[st
     out.print_json(json.dumps({**e.__dict__, "source_path": str(lib.folder / e.source)}, default=str))
 
 
+@library_app.command("build")
+def library_build(root: Optional[Path] = LibOpt, arch: Optional[str] = ArchOpt,
+                  config: Optional[Path] = ConfigOpt) -> None:
+    """Rebuild the library's shipped binaries (contract v2 cubins) from their sources; no GPU needed."""
+    from cudal2.library import LibraryError, folder as lib_folder
+    try:
+        where = lib_folder(root, arch)
+        from cudal2.library.rebuild import rebuild
+        report = rebuild(where, load_config(config).build, out)
+    except LibraryError as e:
+        fail(str(e))
+    out.print(f"{len(report['shipped'])} binaries shipped in {where}; {len(report['host_code'])} host-code entries "
+              f"build on first use; {len(report['failed'])} failed")
+    for line in report["failed"]:
+        err.print(f"  build failed: {line}")
+    if report["changed"]:
+        out.print(f"[yellow]device code changed for {len(report['changed'])} entries (another toolkit?): "
+                  f"run `cudal2 library verify` on a GPU[/]")
+    raise typer.Exit(1 if report["failed"] else 0)
+
+
 @library_app.command("verify")
 def library_verify(root: Optional[Path] = LibOpt, arch: Optional[str] = ArchOpt, config: Optional[Path] = ConfigOpt) -> None:
     """Re-run the harness's checks on every entry, on this GPU (no timing)."""

@@ -107,3 +107,21 @@ def test_host_tensors_are_refused_on_a_gpu_machine(lib):
     A = torch.ones(64, 64, dtype=torch.float16)
     with pytest.raises(InputError, match="host memory"):
         lib.matmul(A, A)
+
+
+def test_a_shipped_cubin_runs_without_a_compiler():
+    import cupy as cp
+
+    from pathlib import Path
+
+    from cudal2.config import BuildConfig
+    folder = Path(__file__).resolve().parent.parent / "kernels_out" / "sm90"
+    lib = Library(folder, BuildConfig(nvcc="/nonexistent/nvcc"))  # any build attempt would fail
+    e = lib.lookup(64, 64, 64)
+    assert e is not None and e.binary
+    A = cp.random.standard_normal((64, 64), dtype=cp.float32).astype(cp.float16)
+    B = cp.random.standard_normal((64, 64), dtype=cp.float32).astype(cp.float16)
+    C = lib.matmul(A, B)
+    ref = A.astype(cp.float32) @ B.astype(cp.float32).T
+    assert e.id in lib._loaded and not lib.disabled()
+    assert float(cp.abs(C.astype(cp.float32) - ref).max()) < 0.05

@@ -1,7 +1,8 @@
 """The kernel library's manifest: one JSON file per architecture folder, listing every entry.
 
 Guarantees: `read` validates every entry (required fields, types, shape sanity, the source file
-present and matching its sha256) and raises `LibraryError` naming the file and the entry on any
+present and matching its sha256, and a contract v2 entry's shipped cubin present and matching its
+`device_sha256`) and raises `LibraryError` naming the file and the entry on any
 problem, so a corrupt library never half-loads; `write` replaces the file atomically, so a crash
 mid-write leaves the old manifest intact.
 
@@ -44,6 +45,8 @@ class Entry:
     date: str
     m_range: list[int] | None = None   # [lo, hi] for an M-range entry
     extra: dict[str, Any] = field(default_factory=dict)
+    binary: str | None = None    # contract v2: the cubin beside the manifest (its sha256 is device_sha256)
+    spec: dict[str, Any] | None = None   # contract v2: the launch spec the cubin is launched from
 
     def covers(self, M: int, N: int, K: int) -> bool:
         if (N, K) != (self.N, self.K):
@@ -55,7 +58,7 @@ class Entry:
         return float(self.measured.get("score") or 0.0)
 
 
-_REQUIRED = {f for f in Entry.__dataclass_fields__ if f not in ("m_range", "extra")}
+_REQUIRED = {f for f in Entry.__dataclass_fields__ if f not in ("m_range", "extra", "binary", "spec")}
 
 
 def sha256_text(text: str) -> str:
@@ -63,11 +66,15 @@ def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
 def sha256_file(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    return sha256_bytes(path.read_bytes())
 
 
-def read(folder: Path) -> list[Entry]:
+def read(folder: Path, check_binaries: bool = True) -> list[Entry]:
     path = folder / MANIFEST
     if not path.exists():
         return []
@@ -97,6 +104,15 @@ def read(folder: Path) -> list[Entry]:
             raise LibraryError(f"{where} ({e.id}): source file {src} is missing")
         if sha256_file(src) != e.source_sha256:
             raise LibraryError(f"{where} ({e.id}): {src} does not match its sha256 in the manifest")
+        if e.binary is not None and check_binaries:
+            binf = folder / e.binary
+            if not binf.is_file():
+                raise LibraryError(f"{where} ({e.id}): binary {binf} is missing (rebuild: cudal2 library build)")
+            if sha256_file(binf) != e.device_sha256:
+                raise LibraryError(f"{where} ({e.id}): {binf} does not match its device_sha256 in the manifest "
+                                   "(corrupt? rebuild: cudal2 library build)")
+            if not isinstance(e.spec, dict):
+                raise LibraryError(f"{where} ({e.id}): a binary entry needs its launch spec")
         entries.append(e)
     return entries
 

@@ -3,9 +3,11 @@
 Guarantees:
 - dispatch: the entry for the exact shape, else one whose M-range covers it, else the vendor
   GEMM (cuBLAS through torch or cupy); the result is always C = A·Bᵀ;
-- a binary is built on first use (through the harness's policy and nvcc, cached) and its device
-  code is checked against the manifest's hash before it is loaded; when the toolkit differs from
-  the one that generated the entry, the hash cannot match and a warning says so;
+- a contract v2 entry ships its cubin: it is loaded from the library folder, hash-checked, with no
+  compiler and no build (the manifest reader already refused a cubin that does not match);
+- a v1 (host-code) entry is built on first use (through the harness's policy and nvcc, cached)
+  and its device code is checked against the manifest's hash before it is loaded; when the
+  toolkit differs from the one that generated the entry, the hash cannot match and a warning says so;
 - the call enqueues on the caller's current stream (torch's or cupy's) with no host
   synchronization; the workspace comes from the caller's framework allocator;
 - a kernel that fails (non-zero status, a build or hash failure) is disabled for the process with
@@ -72,6 +74,15 @@ class Library:
                 return self._loaded[e.id]
             from cudal2.harness.build import build, nvcc_version
             from cudal2.harness.loader import load_artifact
+            if e.binary is not None:  # shipped: the bytes the manifest pins, loaded as the worker loads them
+                from cudal2.harness.module import Module
+                from cudal2.harness.launch import LaunchSpec
+                data = (self.folder / e.binary).read_bytes()
+                if manifest.sha256_bytes(data) != e.device_sha256:
+                    raise LibraryError(f"{e.id}: {e.binary} does not match the manifest's device hash")
+                cand = Module(data, LaunchSpec.from_dict(e.spec))
+                self._loaded[e.id] = cand
+                return cand
             source = (self.folder / e.source).read_text()
             cfg = dataclasses.replace(self.build_cfg, flags=list(e.build.get("flags", self.build_cfg.flags)),
                                       archs=list(e.build.get("archs", self.build_cfg.archs)))

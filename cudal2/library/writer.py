@@ -1,7 +1,8 @@
 """Writing winners into the library folder.
 
 Guarantees: an entry is written only from a result that passed every check; its source is
-stored beside the manifest under a content-derived name; for a shape already in the library the
+stored beside the manifest under a content-derived name, and a contract v2 entry's cubin (the
+binary the judge loaded, whose sha256 is the entry's device hash) beside it; for a shape already in the library the
 better-scoring entry is kept (a tie keeps the existing one), comparing against an existing entry's
 score measured now when the caller passes one (`rescored`); the manifest is replaced atomically.
 
@@ -25,14 +26,22 @@ def entry_from(r: EvalResult, source: str, family: str, params: dict, provenance
     eid = f"{r.M}x{r.N}x{r.K}-{family or 'custom'}-{sha[:10]}"
     measured = {"score": score, "speedup": r.speedup, "tflops": r.tflops, "floor_fraction": r.floor_fraction,
                 "times_us": {m: {k: t.median_us for k, t in rs.items()} for m, rs in r.times.items()}}
+    cubin = r.build.get("kind") == "cubin"
     return Entry(id=eid, M=r.M, N=r.N, K=r.K, family=family, params=params, provenance=provenance,
                  source=f"{eid}.cu", source_sha256=sha, device_sha256=r.build.get("device_sha256", ""),
                  build={"nvcc": nvcc, "flags": flags, "archs": archs, "resources": r.build.get("resources", {})},
                  measured=measured, gpu={k: r.gpu.get(k) for k in ("name", "driver", "sm_count", "cc")},
-                 date=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
+                 date=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+                 binary=f"{eid}.cubin" if cubin else None, spec=r.build.get("spec") if cubin else None)
 
 
-def add(folder: Path, e: Entry, source: str, rescored: dict[str, float] | None = None) -> bool:
+def ship_binary(folder: Path, e: Entry, built: str) -> None:
+    """Copy the cubin the harness judged (`built`) beside the manifest as the entry's binary."""
+    if e.binary is not None:
+        (folder / e.binary).write_bytes(Path(built).read_bytes())
+
+
+def add(folder: Path, e: Entry, source: str, rescored: dict[str, float] | None = None, binary: str | None = None) -> bool:
     """True when `e` went into the library (new shape, or better than the entry it replaces).
     `rescored` maps an existing entry's id to its score measured beside `e`'s, used instead of the
     score in the manifest."""
@@ -43,9 +52,13 @@ def add(folder: Path, e: Entry, source: str, rescored: dict[str, float] | None =
         return False
     folder.mkdir(parents=True, exist_ok=True)
     (folder / e.source).write_text(source)
+    if binary is not None:
+        ship_binary(folder, e, binary)
     keep = [x for x in entries if x not in same]
     manifest.write(folder, keep + [e])
     for old in same:
         if old.source != e.source:
             (folder / old.source).unlink(missing_ok=True)
+        if old.binary and old.binary != e.binary:
+            (folder / old.binary).unlink(missing_ok=True)
     return True
