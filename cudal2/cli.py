@@ -194,6 +194,11 @@ LibOpt = typer.Option(None, "--root", help="Library folder (default: the package
 ArchOpt = typer.Option(None, "--arch", help="Architecture folder, e.g. sm90 (default: this GPU's).")
 
 
+def served_count(folder: Path, margin: float) -> int:
+    from cudal2.library import Library
+    return len(Library(folder, serve_margin=margin).served)
+
+
 def open_library(root: Optional[Path], arch: Optional[str]):
     from cudal2.library import LibraryError, load
     if arch is None:
@@ -261,13 +266,20 @@ def library_verify(root: Optional[Path] = LibOpt, arch: Optional[str] = ArchOpt,
 
 @library_app.command("bench")
 def library_bench(root: Optional[Path] = LibOpt, arch: Optional[str] = ArchOpt, config: Optional[Path] = ConfigOpt,
-                  json_out: Optional[Path] = typer.Option(None, "--json", help="Also write every result as JSON lines.")) -> None:
+                  json_out: Optional[Path] = typer.Option(None, "--json", help="Also write every result as JSON lines."),
+                  update: bool = typer.Option(False, "--update", help="Write the measured speedups into the manifest: "
+                                              "dispatch serves only entries that win there.")) -> None:
     """Time every entry against the baselines, both modes, with geomeans per size band."""
     lib = open_library(root, arch)
     cfg = load_config(config)
     gpu = need_gpu()
-    from cudal2.library.bench import bench_entries
-    bench_entries(lib, cfg, gpu, out, json_out)
+    from cudal2.library.bench import bench_entries, record_bench
+    results = bench_entries(lib, cfg, gpu, out, json_out)
+    if update:
+        n = record_bench(lib.folder, results)
+        served = served_count(lib.folder, cfg.library.serve_margin)
+        out.print(f"manifest updated for {n} entries; {served} of them win by {cfg.library.serve_margin:.0%} or more "
+                  "in every mode and are served")
 
 
 def main() -> None:

@@ -11,7 +11,8 @@ from cudal2.library.manifest import Entry
 def entry(tmp, eid="e1", M=64, N=64, K=64, score=1.1, m_range=None, source="// kernel\n") -> Entry:
     e = Entry(id=eid, M=M, N=N, K=K, family="sm80", params={}, provenance={"kind": "template"},
               source=f"{eid}.cu", source_sha256=manifest.sha256_text(source),
-              device_sha256="", build={}, measured={"score": score}, gpu={}, date="2026-11-22", m_range=m_range)
+              device_sha256="", build={}, gpu={}, date="2026-11-22", m_range=m_range,
+              measured={"score": score, "speedup": {m: {"vendor_default": score} for m in ("offline", "server")}})
     return e
 
 
@@ -81,3 +82,50 @@ def test_writer_compares_with_the_entry_score_measured_now(tmp_path):
     assert not writer.add(tmp_path, entry(tmp_path, "b", score=1.1), "// kernel\n")
     assert writer.add(tmp_path, entry(tmp_path, "b", score=1.1), "// kernel\n", rescored={"a": 1.0})
     assert [e.id for e in manifest.read(tmp_path)] == ["b"]
+
+
+def losing(tmp, eid, offline, server, **kw):
+    e = entry(tmp, eid, **kw)
+    e.measured["speedup"] = {"offline": {"vendor_default": offline}, "server": {"vendor_default": server}}
+    return e
+
+
+def test_an_entry_slower_than_the_vendor_in_one_mode_is_not_served(tmp_path):
+    put(tmp_path, losing(tmp_path, "loses_server", 1.3, 0.97))
+    lib = Library(tmp_path)
+    assert lib.served == [] and lib.lookup(64, 64, 64) is None
+
+
+def test_the_latest_bench_decides_over_the_generating_run(tmp_path):
+    e = losing(tmp_path, "won_then", 1.3, 1.3)
+    e.measured["bench"] = {"speedup": {"offline": 0.95, "server": 1.1}}
+    put(tmp_path, e)
+    assert Library(tmp_path).served == []
+
+
+def test_the_margin_is_required_in_every_mode(tmp_path):
+    put(tmp_path, losing(tmp_path, "thin", 1.01, 1.05))
+    assert Library(tmp_path, serve_margin=0.02).served == [] and len(Library(tmp_path, serve_margin=0.0).served) == 1
+
+
+def test_a_loss_is_never_written_into_the_library(tmp_path):
+    assert not writer.add(tmp_path, losing(tmp_path, "slow", 0.99, 1.2), "// kernel\n")
+    assert manifest.read(tmp_path) == []
+
+
+def test_bench_results_go_into_the_manifest(tmp_path):
+    from cudal2.library.bench import record_bench
+    from cudal2.result import EvalResult, Stage
+    put(tmp_path, losing(tmp_path, "e1", 1.3, 1.3))
+    r = EvalResult(name="e1", source_hash="", M=64, N=64, K=64, stage=Stage.DONE, ok=True)
+    r.speedup = {"offline": {"vendor_default": 0.9}, "server": {"vendor_default": 1.2}}
+    assert record_bench(tmp_path, [r]) == 1
+    assert manifest.read(tmp_path)[0].speedups() == {"offline": 0.9, "server": 1.2}
+    assert Library(tmp_path).served == []
+
+
+def test_the_shipped_library_serves_only_measured_wins():
+    from pathlib import Path
+    lib = Library(Path(__file__).resolve().parent.parent / "kernels_out" / "sm90")
+    assert lib.served and all(min(e.speedups().values()) >= 1.02 for e in lib.served)
+    assert all("bench" in e.measured for e in lib.entries)

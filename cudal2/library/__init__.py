@@ -40,8 +40,8 @@ def folder(root: str | Path | None = None, arch: str | None = None) -> Path:
     return (Path(root) if root else default_root()) / (arch or current_arch())
 
 
-def load(root: str | Path | None = None, arch: str | None = None) -> Library:
-    return Library(folder(root, arch))
+def load(root: str | Path | None = None, arch: str | None = None, serve_margin: float = 0.02) -> Library:
+    return Library(folder(root, arch), serve_margin=serve_margin)
 
 
 def matmul(A, B):

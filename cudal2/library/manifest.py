@@ -57,6 +57,19 @@ class Entry:
     def score(self) -> float:
         return float(self.measured.get("score") or 0.0)
 
+    def speedups(self) -> dict[str, float]:
+        """Speedup over vendor_default per timing mode: the latest bench's (`cudal2 library bench
+        --update`) when there is one, else the generating run's."""
+        bench = self.measured.get("bench", {}).get("speedup")
+        if bench:
+            return dict(bench)
+        return {m: s["vendor_default"] for m, s in self.measured.get("speedup", {}).items() if "vendor_default" in s}
+
+    def wins(self, margin: float) -> bool:
+        """Faster than the vendor by at least `margin` in every measured mode (and measured at all)."""
+        s = self.speedups()
+        return bool(s) and min(s.values()) >= 1.0 + margin
+
 
 _REQUIRED = {f for f in Entry.__dataclass_fields__ if f not in ("m_range", "extra", "binary", "spec")}
 

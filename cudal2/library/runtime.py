@@ -1,8 +1,11 @@
 """The kernel library at run time: look up a shape, build on first use, call on the caller's stream.
 
 Guarantees:
-- dispatch: the entry for the exact shape, else one whose M-range covers it, else the vendor
-  GEMM (cuBLAS through torch or cupy); the result is always C = A·Bᵀ;
+- never lose: only entries whose measured speedup over the vendor is at least 1 + `serve_margin`
+  in every timing mode are served (`Entry.wins`); elsewhere the vendor GEMM runs;
+- dispatch: the served entry for the exact shape, else one whose M-range covers it, else the
+  vendor GEMM (cuBLAS through torch or cupy); the result is always C = A·Bᵀ; `stats()` counts
+  hits per entry and fallbacks per reason;
 - a contract v2 entry ships its cubin: it is loaded from the library folder, hash-checked, with no
   compiler and no build (the manifest reader already refused a cubin that does not match);
 - a v1 (host-code) entry is built on first use (through the harness's policy and nvcc, cached)
@@ -34,13 +37,17 @@ if TYPE_CHECKING:
 
 
 class Library:
-    def __init__(self, folder: Path, build_cfg: BuildConfig | None = None):
+    def __init__(self, folder: Path, build_cfg: BuildConfig | None = None, serve_margin: float = 0.02):
         self.folder = Path(folder)
         self.entries = manifest.read(self.folder)
-        # Dispatch runs on every call: index the entries by (N, K), the part of a shape that must match.
+        # Never lose: only entries measured faster than the vendor (by the margin, in every mode) are
+        # served. Dispatch runs on every call: index them by (N, K), the part of a shape that must match.
+        self.served = [e for e in self.entries if e.wins(serve_margin)]
         self._by_nk: dict[tuple[int, int], list[Entry]] = {}
-        for e in self.entries:
+        for e in self.served:
             self._by_nk.setdefault((e.N, e.K), []).append(e)
+        self._hits: dict[str, int] = {}
+        self._fallbacks: dict[str, int] = {}
         self.build_cfg = build_cfg or BuildConfig()
         self._loaded: dict[str, Any] = {}
         self._disabled: dict[str, str] = {}
@@ -66,6 +73,15 @@ class Library:
 
     def disabled(self) -> dict[str, str]:
         return dict(self._disabled)
+
+    def stats(self) -> dict[str, dict[str, int]]:
+        """Calls so far: per served entry, and per reason the vendor ran instead (no_entry: no entry
+        wins at the shape; unaligned: an operand not 256-byte aligned; failed: the entry failed)."""
+        return {"hits": dict(self._hits), "fallbacks": dict(self._fallbacks)}
+
+    def _fallback(self, why: str, ops, A, B):
+        self._fallbacks[why] = self._fallbacks.get(why, 0) + 1
+        return ops.vendor(A, B)
 
     # --- building and loading ----------------------------------------------------------------
     def _candidate(self, e: Entry):
@@ -114,9 +130,11 @@ class Library:
         N, K2 = ops.shape(B)
         if K2 != K:
             raise ValueError(f"cudal2.matmul: A is {M}x{K} but B is {N}x{K2}; want B as N x K (C = A @ B.T)")
-        e = self.lookup(M, N, K) if ops.eligible(A, B) else None   # unaligned views: the vendor
+        if not ops.eligible(A, B):
+            return self._fallback("unaligned", ops, A, B)
+        e = self.lookup(M, N, K)
         if e is None:
-            return ops.vendor(A, B)
+            return self._fallback("no_entry", ops, A, B)
         try:
             cand = self._candidate(e)
         except Exception as err:  # noqa: BLE001  a broken entry costs itself, never the caller
@@ -128,5 +146,6 @@ class Library:
         rc = cand.call(ops.ptr(A), ops.ptr(B), ops.ptr(C), M, N, K, ops.ptr(ws), nbytes, ops.stream(A))
         if rc != 0:
             self._disable(e, f"the kernel call returned {rc}")
-            return ops.vendor(A, B)
+            return self._fallback("failed", ops, A, B)
+        self._hits[e.id] = self._hits.get(e.id, 0) + 1
         return C

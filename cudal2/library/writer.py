@@ -41,10 +41,13 @@ def ship_binary(folder: Path, e: Entry, built: str) -> None:
         (folder / e.binary).write_bytes(Path(built).read_bytes())
 
 
-def add(folder: Path, e: Entry, source: str, rescored: dict[str, float] | None = None, binary: str | None = None) -> bool:
-    """True when `e` went into the library (new shape, or better than the entry it replaces).
-    `rescored` maps an existing entry's id to its score measured beside `e`'s, used instead of the
-    score in the manifest."""
+def add(folder: Path, e: Entry, source: str, rescored: dict[str, float] | None = None, binary: str | None = None,
+        margin: float = 0.0) -> bool:
+    """True when `e` went into the library (new shape, or better than the entry it replaces). Never
+    a loss: `e` must beat the vendor by `margin` in every measured mode (`Entry.wins`). `rescored`
+    maps an existing entry's id to its score measured beside `e`'s, used instead of the manifest's."""
+    if not e.wins(margin):
+        return False
     entries = manifest.read(folder)
     same = [x for x in entries if x.m_range is None and (x.M, x.N, x.K) == (e.M, e.N, e.K)]
     rescored = rescored or {}

@@ -209,7 +209,12 @@ class Search:
             provenance.update(model=meta["model"], prompt_hash=meta.get("prompt_hash", ""), output_mode=meta.get("output_mode"))
         e = writer.entry_from(r, source, best.family, best.params, provenance, sc, nvcc_version(self.cfg.build.nvcc),
                               self.cfg.build.flags, self.cfg.build.archs)
-        return writer.add(self.library_dir, e, source, rescored, binary=r.build.get("lib_path"))
+        if not e.wins(self.cfg.library.serve_margin):
+            self.console.print(f"{p}: {best.name} measured afresh at {e.speedups()} against the vendor: not faster by "
+                               f"{self.cfg.library.serve_margin:.0%} in every mode, so not published")
+            return False
+        return writer.add(self.library_dir, e, source, rescored, binary=r.build.get("lib_path"),
+                          margin=self.cfg.library.serve_margin)
 
     def _candidate(self, m: Member, source: str) -> Candidate:
         return Candidate.made_by(m.name, source, m.proposer, m.family, m.params)
