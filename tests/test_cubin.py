@@ -72,3 +72,11 @@ def test_host_only_header_fails_the_policy(tmp_path):
 def test_canonical_ptx_zeroes_the_module_id():
     ptx = ".func _ZN32_INTERNAL_0671beb9_9_kernel_cu_k34_GLOBAL__N__0671beb9_9_kernel_cu_k1fEf"
     assert canonical_ptx(ptx) == ".func _ZN32_INTERNAL_00000000_9_kernel_cu_k34_GLOBAL__N__00000000_9_kernel_cu_k1fEf"
+
+
+def test_a_generic_pointer_to_constant_memory_fails_the_build(tmp_path):
+    state = ('__constant__ unsigned char bank[256];\n'
+             '__device__ __forceinline__ unsigned char* writable() { unsigned long long p;\n'
+             '  asm volatile("cvta.const.u64 %0, bank;" : "=l"(p)); return (unsigned char*)p; }')
+    r = build(src(state, "+ (float)(writable()[0]++)"), BuildConfig(cache_dir=str(tmp_path)))
+    assert not r.ok and r.stage == "build" and "cvta.const" in r.reason

@@ -13,7 +13,7 @@ include the transposition of B in any time.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import cupy as cp
@@ -35,6 +35,7 @@ class Sets:
     Bt: list[cp.ndarray]
     C: list[cp.ndarray]
     Cb: list[cp.ndarray]
+    spacers: list[cp.ndarray] = field(default_factory=list)   # kept alive: they make addresses unpredictable
 
     def __len__(self) -> int:
         return len(self.A)

@@ -253,7 +253,10 @@ def _compile_v2(work: Path, cfg: BuildConfig, folder: Path, spec: launch.LaunchS
     if rc is None or rc != 0:
         return rc, log, _failed(rc, log, cfg)
     ptx = work / "kernel.ptx"
-    ptx.write_text(cubin.canonical_ptx(ptx.read_text()))
+    text = cubin.canonical_ptx(ptx.read_text())
+    if bad := cubin.ptx_violations(text):
+        return rc, log, BuildResult(False, "", "build", reason="ptx: " + "; ".join(bad), log=_trim(log))
+    ptx.write_text(text)
     rc, log2 = _run_killable(to_cubin, str(work), max(1.0, cfg.timeout_s - (time.monotonic() - started)))
     log += log2
     if rc is None or rc != 0:

@@ -7,6 +7,8 @@ Guarantees:
   whatever the source looked like: writable module globals (`.nv.global*`: state that would
   survive from one call to the next), unresolved symbols (device malloc/free, printf, device-side
   launches: code the harness did not see), and spec kernels that are not entry points;
+- `ptx_violations(ptx)` lists what the PTX may not do (a generic address of constant memory,
+  the one way to write it);
 - `canonical_ptx(text)` removes what nvcc makes path-dependent (the module id in internal names),
   so the same source, flags and toolkit give the same cubin bytes in any folder.
 
@@ -77,6 +79,18 @@ def violations(info: CubinInfo, kernels: list[str]) -> list[str]:
         out.append(f"launch spec names kernels the cubin does not define as extern \"C\" __global__: {missing} "
                    f"(entries: {info.entries[:8]})")
     return out
+
+
+_CONST_TO_GENERIC = re.compile(r"\bcvta\.const\b")
+
+
+def ptx_violations(ptx: str) -> list[str]:
+    """What the canonical PTX may not do: take a generic address of `__constant__` data (cvta.const),
+    through which constant memory could be written and kept from one call to the next."""
+    if _CONST_TO_GENERIC.search(ptx):
+        return ["a generic pointer to __constant__ memory (cvta.const): constant data is read-only and may not "
+                "carry state between calls"]
+    return []
 
 
 _MODULE_ID = re.compile(r"_(INTERNAL|GLOBAL__N_)_([0-9a-f]{8})_")

@@ -409,8 +409,10 @@ class Judge:
             done = checked - before[n]
             if n != "candidate":
                 if failed or done != expected[n]:
-                    raise RuntimeError(f"harness: baseline {n} {mode}: {failed} spot failures, {done} of "
-                                       f"{expected[n]} calls checked (first: {first})")
+                    why = f"baseline {n} {mode}: {failed} spot failures, {done} of {expected[n]} calls checked"
+                    if self.cand is not None:  # the only untrusted code that ran beside it: its interference
+                        raise Failed(Stage.TIMING, f"{why}: the vendor's outputs went wrong beside this candidate")
+                    raise RuntimeError(f"harness: {why} (first: {first})")
                 continue
             self.record("timing", f"spot_{mode}", checked=done, expected=expected[n], failed=failed)
             if failed:
@@ -431,13 +433,27 @@ class Judge:
                 raise Failed(Stage.CANARY, f"write outside the workspace of input set {i} during timing")
 
     def make_sets(self, p: Problem, n: int, with_bt: bool, dist: str = "normal") -> Sets:
-        s = Sets([], [], [], [], [])
-        for _ in range(n):
-            a = cp.empty((p.M, p.K), cp.float16); buffers.fill(a, dist, buffers.new_seed())
-            b = cp.empty((p.N, p.K), cp.float16); buffers.fill(b, dist, buffers.new_seed())
-            s.A.append(a); s.B.append(b)
-            s.Bt.append(cp.ascontiguousarray(b.T) if with_bt else b)
-            s.C.append(cp.empty((p.M, p.N), cp.float16)); s.Cb.append(cp.empty((p.M, p.N), cp.float16))
+        """`n` input sets, their buffers allocated in a random order with random gaps between them, so
+        no buffer's address follows from another's (a call cannot find and pre-compute other sets)."""
+        shapes = {"A": (p.M, p.K), "B": (p.N, p.K), "Bt": (p.K, p.N), "C": (p.M, p.N), "Cb": (p.M, p.N)}
+        kinds = [k for k in shapes if k != "Bt" or with_bt]
+        order = [(i, k) for i in range(n) for k in kinds]
+        rng = random.SystemRandom()
+        rng.shuffle(order)
+        got: dict[tuple[int, str], cp.ndarray] = {}
+        spacers = []
+        for i, k in order:
+            spacers.append(cp.empty(rng.randrange(1, 64) * 512, dtype=cp.uint8))
+            got[(i, k)] = cp.empty(shapes[k], cp.float16)
+        s = Sets([], [], [], [], [], spacers)
+        for i in range(n):
+            a, b = got[(i, "A")], got[(i, "B")]
+            buffers.fill(a, dist, buffers.new_seed())
+            buffers.fill(b, dist, buffers.new_seed())
+            s.A.append(a); s.B.append(b); s.C.append(got[(i, "C")]); s.Cb.append(got[(i, "Cb")])
+            if with_bt:
+                got[(i, "Bt")][...] = b.T
+            s.Bt.append(got[(i, "Bt")] if with_bt else b)
         return s
 
     def check_sets(self, sets: Sets, what: str, indices) -> None:
