@@ -194,11 +194,6 @@ LibOpt = typer.Option(None, "--root", help="Library folder (default: the package
 ArchOpt = typer.Option(None, "--arch", help="Architecture folder, e.g. sm90 (default: this GPU's).")
 
 
-def served_count(folder: Path, margin: float) -> int:
-    from cudal2.library import Library
-    return len(Library(folder, serve_margin=margin).served)
-
-
 def open_library(root: Optional[Path], arch: Optional[str]):
     from cudal2.library import LibraryError, load
     if arch is None:
@@ -277,7 +272,8 @@ def library_bench(root: Optional[Path] = LibOpt, arch: Optional[str] = ArchOpt, 
     results = bench_entries(lib, cfg, gpu, out, json_out)
     if update:
         n = record_bench(lib.folder, results)
-        served = served_count(lib.folder, cfg.library.serve_margin)
+        from cudal2.library import Library
+        served = len(Library(lib.folder, serve_margin=cfg.library.serve_margin).served)
         out.print(f"manifest updated for {n} entries; {served} of them win by {cfg.library.serve_margin:.0%} or more "
                   "in every mode and are served")
 

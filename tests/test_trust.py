@@ -55,5 +55,5 @@ def test_untrusted_host_code_stops_at_the_policy_stage_without_a_build(cfg):
 @pytest.mark.parametrize("e", manifest.read(Path(__file__).parent.parent / "kernels_out" / "sm90"), ids=lambda e: e.id)
 def test_every_library_entry_is_admitted_as_what_it_claims(e):
     src = (Path(__file__).parent.parent / "kernels_out" / "sm90" / e.source).read_text()
-    c = Candidate.made_by(e.id, src, e.provenance.get("kind", ""), e.family, e.params)
+    c = Candidate.of_entry(e, src)
     assert refusal(c.source, c.trust, c.provenance, Problem(e.M, e.N, e.K)) is None

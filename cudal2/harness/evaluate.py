@@ -55,6 +55,11 @@ class Candidate:
             return cls(name, source, "template", {"family": family, "params": dict(params)})
         return cls(name, source)
 
+    @classmethod
+    def of_entry(cls, e, source: str) -> "Candidate":
+        """A library entry (`manifest.Entry`) as a candidate, trusted as what its provenance says it is."""
+        return cls.made_by(e.id, source, e.provenance.get("kind", ""), e.family, e.params)
+
 
 def result_key(source: str, p: Problem, cfg: Config, gpu: str, profile: bool = False, time_it: bool = True) -> str:
     parts = [source_hash(source), str(p), cfg.digest("build", "verify", "timing"), gpu, nvcc_version(cfg.build.nvcc),

@@ -38,8 +38,7 @@ def _judge_all(lib: Library, cfg: Config, gpu: str, console: Console, time_it: b
         for e, src in track(list(zip(lib.entries, sources)), description="verify" if not time_it else "bench",
                             console=console):
             M = e.M if e.M is not None else e.m_range[1]
-            c = Candidate.made_by(e.id, src, e.provenance.get("kind", ""), e.family, e.params)
-            (r,) = ev.evaluate([c], Problem(M, e.N, e.K), reuse=False, time_it=time_it)
+            (r,) = ev.evaluate([Candidate.of_entry(e, src)], Problem(M, e.N, e.K), reuse=False, time_it=time_it)
             out.append((e.id, r))
             if on_result:
                 on_result(r)

@@ -76,7 +76,7 @@ _REQUIRED = {f for f in Entry.__dataclass_fields__ if f not in ("m_range", "extr
 
 def sha256_text(text: str) -> str:
     """The manifest's `source_sha256` of a source text (the hash of its UTF-8 bytes, as on disk)."""
-    return hashlib.sha256(text.encode()).hexdigest()
+    return sha256_bytes(text.encode())
 
 
 def sha256_bytes(data: bytes) -> str:

@@ -24,12 +24,14 @@ def rebuild(folder: Path, cfg: BuildConfig, console) -> dict[str, list[str]]:
     entries = manifest.read(folder, check_binaries=False)
     cfgs = [dataclasses.replace(cfg, flags=list(e.build.get("flags", cfg.flags)), archs=list(e.build.get("archs", cfg.archs)))
             for e in entries]
-    # Entries share one build call per distinct flag set, so the progress bar covers them all.
+    # One parallel build per distinct flag set.
+    groups: dict[tuple, list[int]] = {}
+    for i, c in enumerate(cfgs):
+        groups.setdefault((tuple(c.flags), tuple(c.archs)), []).append(i)
     results = {}
-    for c in {tuple(x.flags) + ("|",) + tuple(x.archs): x for x in cfgs}.values():
-        todo = [i for i, x in enumerate(cfgs) if (x.flags, x.archs) == (c.flags, c.archs)]
-        for i, r in zip(todo, build_all([(folder / entries[i].source).read_text() for i in todo], c, console)):
-            results[i] = r
+    for todo in groups.values():
+        built = build_all([(folder / entries[i].source).read_text() for i in todo], cfgs[todo[0]], console)
+        results.update(zip(todo, built))
     report: dict[str, list[str]] = {"shipped": [], "changed": [], "failed": [], "host_code": []}
     out = []
     for i, e in enumerate(entries):

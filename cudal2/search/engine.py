@@ -224,9 +224,8 @@ class Search:
         """The best candidate measured afresh, beside the library's entries `old` for the shape. The
         search's score of its best is the highest of many short measurements, so it runs high (the
         winner's curse); a fresh one is not selected on and compares fairly with the entry's."""
-        cands = [self._candidate(best, source)] + [
-            Candidate.made_by(e.id, (self.library_dir / e.source).read_text(), e.provenance.get("kind", ""), e.family,
-                              e.params) for e in old]
+        cands = [self._candidate(best, source)] + [Candidate.of_entry(e, (self.library_dir / e.source).read_text())
+                                                   for e in old]
         fresh = self.ev.evaluate(cands, p, reuse=False)
         # An entry that fails now (or no longer builds here) scores 0: any verified candidate replaces it.
         return fresh[0], score(fresh[0]), {e.id: score(f) or 0.0 for e, f in zip(old, fresh[1:])}
