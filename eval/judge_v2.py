@@ -54,7 +54,8 @@ def suite(out: Path) -> None:
                 (not r.ok or folder == "good" or (score(r) or 0) < want.get("max_speedup", 0))
             rows.append({"kernel": f"{folder}/{f.name}", "contract": "v2" if v2 else "v1", "expected": stages,
                          "stage": r.stage.value, "fault": r.fault.value if r.fault else None, "as_expected": ok,
-                         "score": score(r), "reason": r.reason[:200], "seconds": round(time.monotonic() - t0, 1)})
+                         "score": score(r), "reason": r.reason[:200], "seconds": round(time.monotonic() - t0, 1),
+                         "open": want.get("open")})
             print(f"{'ok ' if ok else 'BAD'} {rows[-1]['kernel']:48s} {rows[-1]['contract']} {r.stage.value:12s} "
                   f"want {'/'.join(stages):24s} score {score(r) or 0:6.3f}  {r.reason[:90]}", flush=True)
     ev.close()

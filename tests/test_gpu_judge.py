@@ -47,9 +47,17 @@ def test_honest_kernel_passes(evaluator, name):
 @pytest.mark.parametrize("name", sorted(expected_bad()))
 def test_cheating_kernel_fails_at_its_stage(evaluator, name):
     want = expected_bad()[name]
+    try:
+        judged_as_expected(evaluator, name, want)
+    except AssertionError as e:
+        if "open" in want:  # a known hole (see its entry): it is run, and recorded, until the judge closes it
+            pytest.xfail(f"{want['open']}: {e}")
+        raise
+
+
+def judged_as_expected(evaluator, name: str, want: dict) -> None:
     stages = want["stage"] if isinstance(want["stage"], list) else [want["stage"]]
-    p = Problem(257, 136, 1032)
-    (r,) = evaluator.evaluate([cand("bad", name, want.get("contract", "v1"))], p)
+    (r,) = evaluator.evaluate([cand("bad", name, want.get("contract", "v1"))], SHAPE)
     if r.ok:  # allowed only where the cheat's channel is closed and it ran honestly, gaining nothing
         assert "done" in stages, f"{name} passed every check"
         assert score(r) < want["max_speedup"], f"{name} passed and scored {score(r):.2f}"
