@@ -3,6 +3,7 @@
   python eval/judge_v2.py suite        every kernel of tests/kernels: stage reached vs expected, score
   python eval/judge_v2.py separation   the cancelling trial's error ratio to cuBLAS, honest vs fp16 partials, by K
   python eval/judge_v2.py throughput   64 distinct sm80 (contract v2) renders at 1024^3: verified candidates per minute
+  python eval/judge_v2.py l2probe      do lines loaded with an evict_last policy survive the judge's L2 flush?
   python eval/judge_v2.py compare --v1 DIR
         honest kernels judged by the v1 judge (the package at DIR, on the v1 renders) and by this one
         (v2 renders of the same points): are the speedups the same with the per-call guards subtracted?
@@ -164,13 +165,67 @@ def compare(out: Path, v1: Path) -> None:
     out.write_text(json.dumps(rows, indent=1))
 
 
+_L2_SRC = r"""
+extern "C" __global__ void touch(const uint4* x, long long n, int evict_last, unsigned* sink) {
+    unsigned long long pol;
+    asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
+    unsigned acc = 0;
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+        uint4 v;
+        if (evict_last)
+            asm volatile("ld.global.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;"
+                         : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(x + i), "l"(pol));
+        else
+            v = x[i];
+        acc ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    if (acc == 0x12345678u) sink[0] = acc;
+}
+"""
+
+
+def l2probe(out: Path) -> None:
+    """Time a plain read of a 16 MiB buffer (events, median of 25) after it was read plainly or with
+    an evict_last policy, then the judge's flush (a write of flush_l2_factor x L2), against a hot
+    read (no flush): if evict_last lines survived the flush, their read is as fast as the hot one."""
+    import cupy as cp
+    import numpy as np
+    from cudal2.harness.judge import device
+    k = cp.RawKernel(_L2_SRC, "touch")
+    x = cp.random.default_rng(1).integers(0, 2**31, size=(16 << 20) // 4, dtype=cp.int32)
+    n = np.int64(x.size // 4)
+    sink = cp.zeros(1, cp.uint32)
+    flush = cp.empty(int(Config().timing.flush_l2_factor * device().l2_bytes), dtype=cp.uint8)
+    grid = (132 * 8,)
+
+    def case(evict_last: int, flushed: bool) -> float:
+        ts = []
+        for _ in range(25):
+            k(grid, (256,), (x, n, np.int32(evict_last), sink))
+            if flushed:
+                flush.fill(0)
+            e0, e1 = cp.cuda.Event(), cp.cuda.Event()
+            e0.record()
+            k(grid, (256,), (x, n, np.int32(0), sink))
+            e1.record()
+            e1.synchronize()
+            ts.append(cp.cuda.get_elapsed_time(e0, e1) * 1e3)
+        return float(np.median(ts))
+
+    rows = {"hot_us": case(0, False), "plain_then_flush_us": case(0, True),
+            "evict_last_then_flush_us": case(1, True), "evict_last_hot_us": case(1, False)}
+    rows["evict_last_survives"] = rows["evict_last_then_flush_us"] < 0.5 * (rows["hot_us"] + rows["plain_then_flush_us"])
+    print(json.dumps(rows, indent=1))
+    out.write_text(json.dumps(rows, indent=1))
+
+
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
-    ap.add_argument("what", choices=["suite", "separation", "throughput", "compare"])
+    ap.add_argument("what", choices=["suite", "separation", "throughput", "compare", "l2probe"])
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--v1", type=Path, help="compare: a folder holding the v1 judge's cudal2/ and kernels/")
     a = ap.parse_args()
     if a.what == "compare":
         compare(a.out, a.v1)
     else:
-        {"suite": suite, "separation": separation, "throughput": throughput}[a.what](a.out)
+        {"suite": suite, "separation": separation, "throughput": throughput, "l2probe": l2probe}[a.what](a.out)

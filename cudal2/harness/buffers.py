@@ -1,7 +1,8 @@
 """Device buffers for judging: guarded allocations and fresh random inputs.
 
-Guarantees: every `Guarded` buffer sits between two canary regions filled with a fixed byte
-pattern, starts 256-byte aligned, and reports whether its canaries are intact; `fill` draws
+Guarantees: every `Guarded` buffer sits between two guard regions of random bytes (new per
+buffer, so a kernel cannot tell a guarded verification buffer from a timing set by the bytes
+around it), starts 256-byte aligned, and reports whether its guards are intact; `fill` draws
 new values from a seed the kernel cannot predict (fresh per trial), and never zeros. (What C and
 the workspace hold before a call is written by `guards.prep`.)
 
@@ -14,16 +15,26 @@ import secrets
 
 import cupy as cp
 
-CANARY = 0xA5
+
+def random_bytes(n: int) -> cp.ndarray:
+    """`n` bytes of fresh random values on the device."""
+    return cp.random.default_rng(secrets.randbits(63)).integers(0, 256, size=n, dtype=cp.uint8)
 
 
 class Guarded:
+    """`nbytes` between two guards of `guard` bytes (rounded up to 256), each filled from a seed
+    kept on the host: `intact` regenerates them, so no copy exists where a kernel could reach."""
+
     def __init__(self, nbytes: int, guard: int):
         guard = (guard + 255) // 256 * 256
         self.nbytes, self.guard = nbytes, guard
         self.raw = cp.empty(nbytes + 2 * guard, dtype=cp.uint8)
-        self.raw[:guard].fill(CANARY)
-        self.raw[guard + nbytes:].fill(CANARY)
+        self.seeds = (new_seed(), new_seed())
+        for region, seed in zip(self._guards(), self.seeds):
+            _guard_fill(region, seed)
+
+    def _guards(self) -> tuple[cp.ndarray, cp.ndarray]:
+        return self.raw[:self.guard], self.raw[self.guard + self.nbytes:]
 
     @property
     def ptr(self) -> int:
@@ -33,43 +44,32 @@ class Guarded:
         return self.raw[self.guard:self.guard + self.nbytes].view(dtype).reshape(shape)
 
     def intact(self) -> bool:
-        g = self.guard
-        return bool((self.raw[:g] == CANARY).all()) and bool((self.raw[g + self.nbytes:] == CANARY).all())
+        want = cp.empty(self.guard, dtype=cp.uint8)
+        for region, seed in zip(self._guards(), self.seeds):
+            _guard_fill(want, seed)
+            if not bool((region == want).all()):
+                return False
+        return True
+
+
+def _guard_fill(region: cp.ndarray, seed: int) -> None:
+    from cudal2.harness.guards import fill as generate
+    generate(region.view(cp.float16).reshape(1, -1), seed, "normal")
 
 
 def new_seed() -> int:
     return secrets.randbits(63)
 
 
-SIGN_BLOCK = 128  # 'alternating' flips sign every this many columns (k), or every K/2 for small K
-
-
-def sign_block(K: int) -> int:
-    """Runs of one sign: 128 columns, or half of a small K (a multiple of 8), so the dot product cancels."""
-    return max(8, min(SIGN_BLOCK, K // 2 // 8 * 8))
-
-
 def fill(x: cp.ndarray, dist: str, seed: int) -> None:
-    """Fill an fp16 matrix in place: 'pm1' draws from {-1, 0, 1}, 'normal' N(0, 1), 'uniform' U(0, 1)
-    (positive-mean: partial sums grow with K, which is what exposes fp16 accumulation), 'positive'
-    U(0.5, 1), and 'alternating' U(0.5, 1) with the sign flipped on every other block of
-    `sign_block(K)` columns. A 'positive' A times an 'alternating' B is the cancelling trial: every
-    run of up to SIGN_BLOCK consecutive terms sums to a large partial while the whole dot product
-    stays small, so rounding partial sums to fp16 shows at many times the output's own rounding."""
-    rng = cp.random.default_rng(seed)
+    """Fill an fp16 matrix in place: 'pm1' draws from {-1, 0, 1} (the exact stage); every other
+    `dist` is a mode of the guards' generator (`guards.MODES`: 'normal', 'uniform' (positive-mean:
+    partial sums grow with K, which exposes fp16 accumulation), 'positive', 'signed'), the same
+    values the timing stage draws. A 'positive' A times a 'signed' B is the cancelling trial: long
+    same-sign runs make large partial sums while the whole dot product stays small, so rounding
+    partial sums to fp16 shows at many times the output's own rounding."""
     if dist == "pm1":
-        v = rng.integers(-1, 2, size=x.shape, dtype=cp.int32)
-    elif dist == "normal":  # the timing stage's generator: no statistic of the inputs tells the stages apart
-        from cudal2.harness.guards import fill_normal
-        fill_normal(x, seed)
+        x[...] = cp.random.default_rng(seed).integers(-1, 2, size=x.shape, dtype=cp.int32).astype(cp.float16)
         return
-    elif dist == "uniform":
-        v = rng.random(size=x.shape, dtype=cp.float32)
-    elif dist in ("positive", "alternating"):
-        v = 0.5 + 0.5 * rng.random(size=x.shape, dtype=cp.float32)
-        if dist == "alternating":
-            k = cp.arange(x.shape[-1])
-            v *= cp.where((k // sign_block(x.shape[-1])) % 2 == 0, 1.0, -1.0).astype(cp.float32)
-    else:
-        raise ValueError(f"unknown distribution {dist!r}")
-    x[...] = v.astype(cp.float16)
+    from cudal2.harness.guards import fill as generate
+    generate(x, seed, dist)

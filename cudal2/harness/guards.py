@@ -2,22 +2,25 @@
 and every timed call is checked. They never run inside a timed region.
 
 Guarantees:
+- one counter-based generator (`gen`, integer hashing and correctly rounded fp32 steps: the same
+  bits in every kernel) draws every input of every stage in one of `MODES`; `fill` writes a
+  matrix from a seed, so any operand can be recomputed instead of copied;
 - `Guard` holds, for one runner, pointer tables over its input sets; `prep` (before calls)
   fills each set's workspace with fresh random bytes and its C with random values of the
   answer's scale (finite: a poisoned C cannot be told from a stale answer by looking), and in
   timing regenerates each set's operand X (A or B, or B stored transposed for the NN baseline)
-  densely from a keyed counter-based generator, so no timed call sees inputs any earlier call saw;
-- `spot` (after calls) recomputes 32 outputs of each set's C at positions drawn after the call
-  from the generator and an untouched copy of the other operand (the last row and the last
-  column always among them), counts failures and keeps the first, and counts the checks, once
-  per launch, so the judge can tell that every timed call was checked;
-- the generator's values are bit-identical in every kernel that uses it (integer hashing and
-  correctly rounded fp32 steps), and `fill_normal` draws the verification stages' Gaussian inputs
-  from the same generator family, so the values' distribution says nothing about the stage;
-- `Log.read` returns a runner's counters: checks, failures, and the first failure.
+  densely under a key and the check count, so no timed call sees inputs any earlier call saw;
+- `spot` (after calls) recomputes 32 outputs of each set's C at positions drawn after the call,
+  both operands from the generator (the last row and the last column always among them),
+  counts failures and keeps the first, and counts the checks once per launch, chaining a tag
+  under a key that only its launch parameters hold: `Log.read` says whether the log is one the
+  harness wrote, so the judge can tell that every timed call was checked;
+- `scrub` overwrites shared memory, a LOCAL_BYTES local frame per thread slot and the register
+  file of every SM, so no call finds there what an earlier call left.
 
 Does not: decide a verdict (the judge compares counts with what it enqueued), time anything,
-or run candidate code.
+run candidate code, or protect against a kernel that finds and rewrites the harness's own
+pointer tables (it would only break its own checks: they then fail or do not count).
 """
 
 from __future__ import annotations
@@ -47,19 +50,32 @@ __device__ __forceinline__ float normal_of(u64 h) {
     float s = (float)(h & 0xFFFF) + (float)((h >> 16) & 0xFFFF) + (float)((h >> 32) & 0xFFFF) + (float)(h >> 48);
     return __fmul_rn(__fsub_rn(__fmul_rn(s, 1.0f / 65536.0f), 2.0f), 1.7320508f);
 }
-__device__ __forceinline__ __half gen(u64 key, unsigned call, u64 i) {
-    return __float2half_rn(normal_of(mix(key ^ mix(((u64)call << 40) ^ i))));
+// Element i of a matrix with K columns. mode 0: N(0, 1); 1: U(0, 1); 2: U(0.5, 1); 3: U(0.5, 1)
+// with the sign flipped on every other run of `sb` columns. A mode-2 operand times a mode-3 one
+// cancels: long same-sign runs of similar terms, a small dot product (what exposes low-precision
+// partial sums).
+__device__ __forceinline__ __half gen(u64 key, unsigned call, u64 i, int mode, int K, int sb) {
+    const u64 h = mix(key ^ mix(((u64)call << 40) ^ i));
+    float v;
+    if (mode == 0) {
+        v = normal_of(h);
+    } else {
+        v = __fmul_rn((float)(h & 0xFFFF), 1.0f / 65536.0f);
+        if (mode >= 2) v = __fmaf_rn(v, 0.5f, 0.5f);
+        if (mode == 3 && ((int)(i % (u64)K) / sb) & 1) v = -v;
+    }
+    return __float2half_rn(v);
 }
 __device__ __forceinline__ u64 set_key(u64 key, int set) { return key ^ mix(0x5E7ull + (u64)set); }
 
-extern "C" __global__ void cudal2_fill(__half* X, long long n, u64 key) {
+extern "C" __global__ void cudal2_fill(__half* X, long long n, u64 key, int mode, int K, int sb) {
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
-        X[i] = gen(key, 0u, (u64)i);
+        X[i] = gen(key, 0u, (u64)i, mode, K, sb);
 }
 
-// Set s = first + blockIdx.y. X[s]: rows x K elements (row-major, or K x rows when transposed),
-// or none; ws[s]: ws_bytes random bytes; C[s]: c_elems random answer-scale values.
-extern "C" __global__ void cudal2_prep(__half* const* X, long long rows, int K, int transposed,
+// Set s = first + blockIdx.y. X[s]: rows x K elements (row-major, or K x rows when transposed) in
+// `mode`, or none; ws[s]: ws_bytes random bytes; C[s]: c_elems random answer-scale values.
+extern "C" __global__ void cudal2_prep(__half* const* X, long long rows, int K, int transposed, int mode, int sb,
                                        unsigned char* const* ws, long long ws_bytes, __half* const* C,
                                        long long c_elems, float c_scale, const unsigned* log, u64 key, int first) {
     const int set = first + blockIdx.y;
@@ -73,13 +89,13 @@ extern "C" __global__ void cudal2_prep(__half* const* X, long long rows, int K, 
         if (!transposed) {  // 8 per thread, 16-byte stores (K % 8 == 0)
             for (long long i = tid * 8; i < n; i += stride * 8) {
                 __align__(16) __half v[8];
-                for (int e = 0; e < 8; ++e) v[e] = gen(k, call, (u64)(i + e));
+                for (int e = 0; e < 8; ++e) v[e] = gen(k, call, (u64)(i + e), mode, K, sb);
                 *reinterpret_cast<uint4*>(x + i) = *reinterpret_cast<const uint4*>(v);
             }
         } else {            // element j of X^T = (k = j / rows, r = j % rows) holds X[r][k]
             for (long long j = tid; j < n; j += stride) {
                 const long long kk = j / rows, r = j - kk * rows;
-                x[j] = gen(k, call, (u64)(r * K + kk));
+                x[j] = gen(k, call, (u64)(r * K + kk), mode, K, sb);
             }
         }
     }
@@ -96,26 +112,29 @@ extern "C" __global__ void cudal2_prep(__half* const* X, long long rows, int K, 
         c[i] = __float2half_rn(c_scale * normal_of(mix(k ^ 0x3C3Cull ^ ((u64)call << 40) ^ (u64)i)));
 }
 
-// Grid (sets, SAMPLES), 256 threads: block (s, w) checks one output of set first + s.
-// regen: 1 = A came from the generator, 2 = B did; the other operand is read from its pristine copy.
+// Grid (sets, SAMPLES), 256 threads: block (s, w) checks one output of set first + s. Neither
+// operand is read from memory: the regenerated one (regen 1 = A, 2 = B) comes from this guard's
+// key and the check count, the fixed one from its set's seed in `fixed`, so nothing the kernel
+// under test can reach decides the reference.
 // log: [0] checks completed, [1] failures, [2] first failing check, [3] set, [4] row, [5] col,
-// [6] got, [7] want, [8] blocks done in the current check.
-extern "C" __global__ void cudal2_spot(__half* const* C, const __half* const* A, const __half* const* B,
-                                       int M, int N, int K, int regen, unsigned* log, u64 key, int first) {
+// [6] got, [7] want, [8] blocks done in the current check, [10..11] a tag chained over every
+// check's (count, failures) under `mac`, a key that exists only in this launch's parameters: a log
+// rewritten by anyone else does not carry the tag the host expects.
+extern "C" __global__ void cudal2_spot(__half* const* C, int M, int N, int K, int regen, int xmode, int fmode,
+                                       int sb, const u64* fixed, unsigned* log, u64 key, u64 mac, int first) {
     __shared__ float red[2][8];
     const int set = first + blockIdx.x, w = blockIdx.y;
     const unsigned call = log[0];
-    const u64 k = set_key(key, set);
+    const u64 k = set_key(key, set), f = fixed[set];
     const u64 h = mix(k ^ 0xC0FFEEull ^ ((u64)call << 40) ^ (u64)w);
     int r = (int)((h & 0xFFFFFFFFull) % (u64)M), c = (int)((h >> 32) % (u64)N);
     if (w == 0) r = M - 1;
     if (w == 1) c = N - 1;
-    const __half* a = A[set] + (size_t)r * K;
-    const __half* b = B[set] + (size_t)c * K;
     float acc = 0.0f, mag = 0.0f;
     for (int i = threadIdx.x; i < K; i += blockDim.x) {
-        const float x = __half2float(regen == 1 ? gen(k, call, (u64)r * K + i) : a[i]);
-        const float y = __half2float(regen == 2 ? gen(k, call, (u64)c * K + i) : b[i]);
+        const u64 ia = (u64)r * K + i, ib = (u64)c * K + i;
+        const float x = __half2float(regen == 1 ? gen(k, call, ia, xmode, K, sb) : gen(f, 0u, ia, fmode, K, sb));
+        const float y = __half2float(regen == 2 ? gen(k, call, ib, xmode, K, sb) : gen(f, 0u, ib, fmode, K, sb));
         acc = fmaf(x, y, acc);
         mag += fabsf(x * y);
     }
@@ -129,8 +148,9 @@ extern "C" __global__ void cudal2_spot(__half* const* C, const __half* const* A,
         acc = 0.0f; mag = 0.0f;
         for (int i = 0; i < (int)(blockDim.x >> 5); ++i) { acc += red[0][i]; mag += red[1][i]; }
         const float got = __half2float(C[set][(size_t)r * N + c]);
-        // fp16 output rounding (2^-11 relative) and fp32 summation-order differences, with room.
-        const float tol = ldexpf(fabsf(acc), -9) + ldexpf(mag, -14) + 1e-6f;
+        // fp16 output rounding (at most 2^-11 relative) and fp32 summation-order differences (far
+        // below 2^-18 of the sum of |products| at any K), with room for both sides' rounding.
+        const float tol = ldexpf(fabsf(acc), -10) + ldexpf(mag, -18) + 1e-6f;
         if (!(fabsf(got - acc) <= tol)) {
             if (atomicAdd(&log[1], 1u) == 0u) {
                 log[2] = call; log[3] = (unsigned)set; log[4] = (unsigned)r; log[5] = (unsigned)c;
@@ -142,11 +162,47 @@ extern "C" __global__ void cudal2_spot(__half* const* C, const __half* const* A,
         if (atomicAdd(&log[8], 1u) == gridDim.x * gridDim.y - 1) {
             log[8] = 0u;
             __threadfence();
+            u64 tag = ((u64)log[11] << 32) | log[10];
+            tag = mix(tag ^ mac ^ ((u64)call << 32) ^ (u64)atomicAdd(&log[1], 0u));
+            log[10] = (unsigned)tag; log[11] = (unsigned)(tag >> 32);
             log[0] = call + 1u;
         }
     }
 }
+
+// Scrubbers: run untimed before calls, so no call finds what an earlier one left on the chip.
+// Shared memory: every byte of a block's largest dynamic allocation, one block per SM at a time.
+extern "C" __global__ void cudal2_scrub_shared(u64 key, int words) {
+    extern __shared__ u64 s[];
+    for (int i = threadIdx.x; i < words; i += blockDim.x) s[i] = mix(key ^ ((u64)blockIdx.x << 32) ^ (u64)i);
+    __syncthreads();
+}
+// Local memory: a frame of LOCAL_WORDS words per thread at full occupancy (2048 threads per SM),
+// written through volatile stores so it stays in local memory.
+extern "C" __global__ void __launch_bounds__(1024, 2) cudal2_scrub_local(u64 key, unsigned* sink) {
+    volatile unsigned frame[LOCAL_WORDS];
+    const u64 t = ((u64)blockIdx.x << 10) | threadIdx.x;
+    for (int i = 0; i < LOCAL_WORDS; ++i) frame[i] = (unsigned)mix(key ^ (t << 20) ^ (u64)i);
+    if (frame[(unsigned)t % LOCAL_WORDS] == 0x9E3779B9u && sink) sink[0] = 1u;  // keeps the frame live
+}
+// Registers: 32 per thread at 2048 threads per SM is the whole 64K-register file, all written.
+extern "C" __global__ void __launch_bounds__(1024, 2) cudal2_scrub_regs(u64 key, unsigned* sink) {
+    unsigned v[28];
+    const u64 t = ((u64)blockIdx.x << 10) | threadIdx.x;
+#pragma unroll
+    for (int i = 0; i < 28; ++i) v[i] = (unsigned)mix(key ^ (t << 8) ^ (u64)i);
+    unsigned x = 0;
+#pragma unroll
+    for (int i = 0; i < 28; ++i) asm volatile("" : "+r"(v[i]));
+#pragma unroll
+    for (int i = 0; i < 28; ++i) x ^= v[i];
+    if (x == 0x9E3779B9u && sink) sink[0] = x;
+}
 """
+LOCAL_BYTES = 4096  # the local frame scrubbed per thread; a kernel under test may use at most this
+MODES = {"normal": 0, "uniform": 1, "positive": 2, "signed": 3}
+SIGN_BLOCK = 128  # 'signed' flips sign every this many columns (k), or every K/2 for small K
+_MASK = 2**64 - 1
 
 _module: cp.RawModule | None = None
 
@@ -154,7 +210,7 @@ _module: cp.RawModule | None = None
 def _kernels() -> cp.RawModule:
     global _module
     if _module is None:
-        _module = cp.RawModule(code=_SRC, options=("-std=c++17",))
+        _module = cp.RawModule(code=_SRC, options=("-std=c++17", f"-DLOCAL_WORDS={LOCAL_BYTES // 4}"))
     return _module
 
 
@@ -162,14 +218,29 @@ def new_key() -> np.uint64:
     return np.uint64(secrets.randbits(64))
 
 
+def sign_block(K: int) -> int:
+    """Runs of one sign: 128 columns, or half of a small K (a multiple of 8), so the dot product cancels."""
+    return max(8, min(SIGN_BLOCK, K // 2 // 8 * 8))
+
+
 def _ptrs(arrays) -> cp.ndarray:
     return cp.asarray(np.array([a if isinstance(a, int) else a.data.ptr for a in arrays], dtype=np.uint64))
 
 
-def fill_normal(x: cp.ndarray, seed: int) -> None:
-    """About N(0, 1) fp16 values from the guards' generator (the timing stage's distribution)."""
+def fill(x: cp.ndarray, seed: int, dist: str) -> None:
+    """`x` (last dimension K) from the generator in `dist` (a key of MODES) under `seed`: the values
+    `spot` recomputes for an operand it does not read."""
+    K = x.shape[-1]
     _kernels().get_function("cudal2_fill")((min(4096, max(1, math.ceil(x.size / 256))),), (256,),
-                                           (x, np.int64(x.size), np.uint64(seed & (2**64 - 1))))
+                                           (x, np.int64(x.size), np.uint64(seed & _MASK), np.int32(MODES[dist]),
+                                            np.int32(K), np.int32(sign_block(K))))
+
+
+def _mix(z: int) -> int:
+    z = (z + 0x9E3779B97F4A7C15) & _MASK
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
+    return z ^ (z >> 31)
 
 
 @dataclass
@@ -183,36 +254,46 @@ class Failure:
 
 
 class Log:
-    """A runner's spot-check counters on the device."""
+    """A runner's spot-check counters on the device, and the host's half of their tag."""
 
     def __init__(self) -> None:
         self.buf = cp.zeros(16, dtype=cp.uint32)
+        self.mac = secrets.randbits(64)
 
-    def read(self) -> tuple[int, int, Failure | None]:
+    def read(self) -> tuple[int, int, Failure | None, bool]:
+        """(checks, failures, first failure, authentic): authentic means the tag is the one that
+        `checks` checks with no failure produce under this log's key (false when failures > 0)."""
         v = self.buf.get()
         first = None
         if v[1]:
             f32 = v[6:8].view(np.float32)
             first = Failure(int(v[2]), int(v[3]), int(v[4]), int(v[5]), float(f32[0]), float(f32[1]))
-        return int(v[0]), int(v[1]), first
+        tag = 0
+        for call in range(int(v[0])):
+            tag = _mix(tag ^ self.mac ^ (call << 32))
+        return int(v[0]), int(v[1]), first, tag == (int(v[11]) << 32 | int(v[10]))
 
 
 class Guard:
-    """One runner's prep and spot over its sets. `C` are its outputs; `X` the operand regenerated
-    before each call (None: inputs stay as they are); `A`, `B` what `spot` reads (the regenerated
-    one is recomputed from the generator, so pass the pristine copy for the other); `ws` the
-    workspaces to randomize (pointers, with `ws_bytes` each)."""
+    """One runner's prep and spot over its sets. `C` are its outputs; `K` the inner dimension.
+    Timing (`X` given): `X` is the operand regenerated before each call (A when regen = 1, B or
+    its stored transpose when regen = 2), drawn in mode `xmodes()` of each prep; `fixed` are the
+    seeds the other operand was filled with (`fill(..., fmode)`), one per set. `ws` the workspaces
+    to randomize (pointers, with `ws_bytes` each)."""
 
     def __init__(self, C: list[cp.ndarray], K: int, X: list[cp.ndarray] | None = None, transposed: bool = False,
-                 A: list[cp.ndarray] | None = None, B: list[cp.ndarray] | None = None, regen: int = 0,
-                 ws: list[int] | None = None, ws_bytes: int = 0):
+                 regen: int = 0, fixed: list[int] | None = None, fmode: str = "signed",
+                 xmodes=None, ws: list[int] | None = None, ws_bytes: int = 0):
         self.n, self.K, self.M, self.N = len(C), K, C[0].shape[0], C[0].shape[1]
         self.c_elems = C[0].size
         self.C = _ptrs(C)
         self.X = _ptrs(X) if X else None
         self.rows = X[0].size // K if X else 0
         self.transposed, self.regen = int(transposed), regen
-        self.A, self.B = (_ptrs(A), _ptrs(B)) if A is not None else (None, None)
+        self.fixed = cp.asarray(np.array(fixed or [0] * self.n, dtype=np.uint64))
+        self.fmode = MODES[fmode]
+        self.xmodes = xmodes or (lambda: "normal")
+        self.xmode = MODES["normal"]
         self.ws = _ptrs(ws) if ws and ws_bytes else None
         self.ws_bytes = ws_bytes if self.ws is not None else 0
         self.key = new_key()
@@ -221,12 +302,14 @@ class Guard:
     def prep(self, first: int = 0, count: int | None = None) -> None:
         """Enqueue on the current stream: sets [first, first + count) made fresh."""
         count = self.n - first if count is None else count
+        self.xmode = MODES[self.xmodes()]
         work = max(self.rows * self.K // 8, self.ws_bytes // 8, self.c_elems, 1)
         blocks = int(min(512, max(1, math.ceil(work / 256))))
         _kernels().get_function("cudal2_prep")(
             (blocks, count), (256,),
             (self.X if self.X is not None else np.uint64(0), np.int64(self.rows), np.int32(self.K),
-             np.int32(self.transposed), self.ws if self.ws is not None else np.uint64(0), np.int64(self.ws_bytes),
+             np.int32(self.transposed), np.int32(self.xmode), np.int32(sign_block(self.K)),
+             self.ws if self.ws is not None else np.uint64(0), np.int64(self.ws_bytes),
              self.C, np.int64(self.c_elems), np.float32(math.sqrt(self.K)), self.log.buf, self.key, np.int32(first)))
 
     def spot(self, first: int = 0, count: int | None = None) -> None:
@@ -234,5 +317,41 @@ class Guard:
         count = self.n - first if count is None else count
         _kernels().get_function("cudal2_spot")(
             (count, SAMPLES), (256,),
-            (self.C, self.A, self.B, np.int32(self.M), np.int32(self.N), np.int32(self.K), np.int32(self.regen),
-             self.log.buf, self.key, np.int32(first)))
+            (self.C, np.int32(self.M), np.int32(self.N), np.int32(self.K), np.int32(self.regen), np.int32(self.xmode),
+             np.int32(self.fmode), np.int32(sign_block(self.K)), self.fixed, self.log.buf, self.key,
+             np.uint64(self.log.mac), np.int32(first)))
+
+
+class Scrubber:
+    """Overwrites, untimed, what a kernel could leave on the chip for a later call to find: the
+    shared memory of every SM (at the largest carve-out), a LOCAL_BYTES local frame of every
+    thread slot, and the register file. Not covered: the L1/texture caches (not addressable, and
+    emptied by the scrubbers' own traffic) and the L2 (flushed separately)."""
+
+    def __init__(self) -> None:
+        dev = cp.cuda.Device()
+        self.sms = dev.attributes["MultiProcessorCount"]
+        self.smem = dev.attributes["MaxSharedMemoryPerBlockOptin"]
+        self.shared = cp.RawKernel(_SRC, "cudal2_scrub_shared", options=("-std=c++17", f"-DLOCAL_WORDS={LOCAL_BYTES // 4}"))
+        self.shared.max_dynamic_shared_size_bytes = self.smem
+        self.shared.preferred_shared_memory_carveout = 100
+        m = _kernels()
+        self.local, self.regs = m.get_function("cudal2_scrub_local"), m.get_function("cudal2_scrub_regs")
+
+    def __call__(self) -> None:
+        key = new_key()
+        grid = (4 * self.sms,)
+        self.shared(grid, (1024,), (key, np.int32(self.smem // 8)), shared_mem=self.smem)
+        self.local((8 * self.sms,), (1024,), (key, np.uint64(0)))
+        self.regs((8 * self.sms,), (1024,), (key, np.uint64(0)))
+
+
+_scrubber: Scrubber | None = None
+
+
+def scrub() -> None:
+    """Enqueue the scrubbers on the current stream (one `Scrubber` per process)."""
+    global _scrubber
+    if _scrubber is None:
+        _scrubber = Scrubber()
+    _scrubber()

@@ -9,23 +9,29 @@ Guarantees, in order (the first failure stops the run and is recorded with its s
 - load: the module loads and matches its spec (v2), or the library exports `cudal2_gemm` (v1);
   the workspace it asks for is allowed.
 - Every candidate call, in every stage: `guards.prep` first fills the workspace with fresh random
-  bytes and C with random answer-scale values; the call runs before any reference; its status
-  must be 0; the stream, then the whole device, must drain within the deadline (else a hang);
-  then A and B must be bitwise unchanged ("inputs") and every guard region intact ("canary"),
-  and only then is the output compared.
+  bytes and C with random answer-scale values, and `guards.scrub` overwrites the shared memory,
+  local memory and registers an earlier call could have left something in; the call runs
+  before any reference; its status must be 0; the stream, then the whole device, must drain
+  within the deadline (else a hang); then A and B must be bitwise what their seeds give
+  ("inputs") and every guard region intact ("canary"), and only then is the output compared.
+  No reference copy of anything exists in device memory while candidate code runs: inputs,
+  guards and the spot checks' operands are regenerated from seeds held on the host.
 - exact: {-1, 0, 1} inputs, output equal to the exact result.
-- gaussian: a Gaussian, a positive-mean and a cancelling trial (see `buffers.fill`), error
-  against a float64 reference within `error_ratio` x cuBLAS's error (relative Frobenius) and
-  `max_error_ratio` x (largest element).
+- gaussian: a Gaussian, a positive-mean and a cancelling trial (see `buffers.fill`; B is drawn
+  as in timing), error against a float64 reference within `error_ratio` x cuBLAS's error
+  (relative Frobenius) and `max_error_ratio` x (largest element).
 - repeat: consecutive calls through the same pointers, new contents each time, each checked.
 - determinism: identical inputs, outputs equal bit for bit.
-- timing: offline and server beside the baselines, on distinct input sets. Before every replay
-  (offline) or call (server) of every runner, untimed, `guards` regenerate the smaller operand
-  densely (no timed call sees inputs an earlier call saw), randomize workspaces and C, and the
-  L2 is flushed; after it, every call's output is spot-checked at positions drawn after the call;
-  every candidate call must be checked and none may fail. Nothing of this is inside a timed
-  region. After timing, the fixed operand is compared with its untouched copy, every workspace's
-  guards are checked, and the final outputs of a sample of sets are checked in full.
+- timing: offline and server beside the baselines, on distinct input sets allocated in random
+  order. Before every replay (offline) or call (server) of every runner, untimed, `guards`
+  regenerate the smaller operand densely (no timed call sees inputs an earlier call saw;
+  Gaussian, or in one replay of three the cancelling case), randomize workspaces and C, scrub
+  the chip before the candidate's, and flush the L2; after it, every call's output is
+  spot-checked at positions drawn after the call, against operands recomputed from the
+  generator; every candidate call must be checked, none may fail, and the checks' log must
+  carry the tag only the harness can compute. Nothing of this is inside a timed region. After
+  timing, the fixed operand is compared with its seed's values, every workspace's guards are
+  checked, and the final outputs of a sample of sets are checked in full.
 - sanity: no time below the physical floor of the shape.
 Inputs are drawn fresh (unpredictable seed) for every trial; seeds are recorded in `checks`.
 
@@ -83,11 +89,17 @@ def load(req: JudgeRequest):
     """The callable candidate: a fresh v2 module, or a v1 library (in a process that leaves after)."""
     from cudal2.harness.loader import LoadError, load_artifact
     try:
-        return load_artifact(req.binary, req.kind, req.spec)
+        cand = load_artifact(req.binary, req.kind, req.spec)
     except LoadError as e:
         raise Failed(Stage.LOAD, str(e)) from None
     except cp.cuda.runtime.CUDARuntimeError as e:
         raise Failed(Stage.LOAD, f"CUDA error: {e}", Fault.CUDA_ERROR) from None
+    local = getattr(cand, "local_bytes", 0)
+    if local > guards.LOCAL_BYTES:   # the scrubber clears this much local memory per thread, no more
+        cand.close()
+        raise Failed(Stage.LOAD, f"a kernel uses {local} bytes of local memory per thread, more than the "
+                                 f"{guards.LOCAL_BYTES} allowed")
+    return cand
 
 
 @dataclass
@@ -99,6 +111,7 @@ class Trial:
     C: buffers.Guarded
     W: buffers.Guarded
     ws_bytes: int
+    drawn: tuple[str, str, int] = ("", "", 0)   # (A's dist, B's dist, seed) of the last fill
 
     @classmethod
     def make(cls, p: Problem, ws_bytes: int, guard: int) -> "Trial":
@@ -114,13 +127,28 @@ class Trial:
 
     def fill(self, dist: str) -> int:
         seed = buffers.new_seed()
-        da, db = ("positive", "alternating") if dist == "cancel" else (dist, dist)
+        da, db = TRIAL_DISTS.get(dist, (dist, dist))
         buffers.fill(self.a, da, seed)
         buffers.fill(self.b, db, seed + 1)
+        self.drawn = (da, db, seed)
         return seed
+
+    def inputs_intact(self) -> bool:
+        """A and B still hold what their seed gives (regenerated now: no copy of them existed
+        where the call could reach it)."""
+        da, db, seed = self.drawn
+        for x, dist, sd in ((self.a, da, seed), (self.b, db, seed + 1)):
+            want = cp.empty_like(x)
+            buffers.fill(want, dist, sd)
+            if not bool((x.view(cp.uint16) == want.view(cp.uint16)).all()):
+                return False
+        return True
 
 
 GAUSSIAN_DISTS = ("normal", "uniform", "cancel")
+# (A, B) per trial. B is 'signed' as in timing, where the fixed operand always is: no statistic of
+# the inputs tells a verification trial from a timed call ('pm1' only in the exact stage).
+TRIAL_DISTS = {"normal": ("normal", "signed"), "cancel": ("positive", "signed")}
 
 # Per worker process, shared by the candidates it judges (all harness objects: a v2 candidate has no
 # host code to touch them, and a v1 candidate's process leaves after its one job).
@@ -190,13 +218,12 @@ class Judge:
     def call(self, t: Trial, stage: Stage) -> None:
         """Random workspace and C, one call, wait for the device, then inputs and canaries checked."""
         v = self.cfg.verify
-        a_copy, b_copy = t.a.copy(), t.b.copy()
         # Fresh workspace bytes and C values (a new key: they never repeat between calls).
         guards.Guard([t.c], t.p.K, ws=[t.W.ptr], ws_bytes=t.ws_bytes).prep()
+        guards.scrub()   # nothing an earlier call left in shared or local memory or registers
         self.guarded_call(t.A.ptr, t.B.ptr, t.C.ptr, t.p, t.W.ptr, t.ws_bytes, stage, v.call_timeout_s)
         self.drain_device(stage, v.call_timeout_s)   # the device is idle after the call
-        if not (bool((t.a.view(cp.uint16) == a_copy.view(cp.uint16)).all())
-                and bool((t.b.view(cp.uint16) == b_copy.view(cp.uint16)).all())):
+        if not t.inputs_intact():
             raise Failed(Stage.INPUTS, "the call modified A or B")
         for name, g in (("A", t.A), ("B", t.B), ("C", t.C), ("workspace", t.W)):
             if not g.intact():
@@ -305,12 +332,12 @@ class Judge:
                    math.ceil(tc.min_replay_ms * 1e-3 / self.vendor_call_s(p, timeout)))
         free = cp.cuda.runtime.memGetInfo()[0]
         nsets = max(2, min(tc.max_sets, want, int(free * 0.5 // set_bytes)))
-        dist = "uniform" if (self.req and self.req.rejudge) else "normal"
+        rejudge = bool(self.req and self.req.rejudge)
+        fmode = "uniform" if rejudge else "signed"
         rng = random.Random()
         self.checks.setdefault("timing_sets", nsets)
         with self.stream, self.phase("sets"):
-            sets = self.make_sets(p, nsets, with_bt, dist)
-            pristine = [s.copy() for s in (sets.B if regen_a else sets.A)]
+            sets, seeds = self.make_sets(p, nsets, with_bt, regen_a, fmode)
             Ws = [buffers.Guarded(ws, guard) for _ in range(nsets)] if self.cand else []
             core: dict[str, timing.Runner] = {}
             if self.cand:
@@ -328,17 +355,24 @@ class Judge:
                                          tc.min_replay_ms, tc.max_graph_calls, timeout))
             names = list(core)
             rng.shuffle(names)   # no fixed runner order to adapt to
-            A, B = (sets.A, pristine) if regen_a else (pristine, sets.B)
+            # The regenerated operand is Gaussian, or (one replay in three) positive, which against the
+            # 'signed' fixed operand is the cancelling case: low-precision partial sums fail the spot
+            # checks there. Every runner draws the same sequence, so rounds stay paired.
+            mode_seed = rng.getrandbits(64)
             gd = {n: guards.Guard(sets.C if n == "candidate" else sets.Cb, p.K,
                                   X=sets.A if regen_a else (sets.Bt if n == "cublas_nn" else sets.B),
-                                  transposed=not regen_a and n == "cublas_nn", A=A, B=B, regen=1 if regen_a else 2,
+                                  transposed=not regen_a and n == "cublas_nn", regen=1 if regen_a else 2,
+                                  fixed=seeds, fmode=fmode, xmodes=_xmodes(mode_seed, rejudge),
                                   ws=[w.ptr for w in Ws] if n == "candidate" else None, ws_bytes=ws)
                   for n in names}
             flush = cp.empty(int(tc.flush_l2_factor * dev.l2_bytes), dtype=cp.uint8)
 
-            def fresh(n: str) -> None:
-                gd[n].prep()
-                flush.fill(0)   # the sets come from memory, as in a run over more data than the L2 holds
+            def fresh(n: str, i: int | None = None) -> None:
+                gd[n].prep(*(() if i is None else (i, 1)))
+                if n == "candidate":
+                    guards.scrub()   # no call finds on the chip what an earlier one left there
+                if i is None:
+                    flush.fill(0)   # the sets come from memory, as in a run over more data than the L2 holds
 
             self.drain_device(Stage.TIMING, timeout)
         times: dict[str, dict] = {}
@@ -371,20 +405,20 @@ class Judge:
                 self.check_logs(gd, names, {n: 0 for n in names}, expected, "offline")
                 if self.cand:
                     with self.phase("full_checks"):
-                        self.check_inputs(sets, pristine, regen_a, Ws)
+                        self.check_inputs(sets, seeds, regen_a, fmode, Ws)
                         self.check_sets(sets, "offline timed calls", range(nsets))
             if "server" in tc.modes:
                 before = {n: gd[n].log.read()[0] for n in names}
                 with faults(Stage.TIMING), self.phase("server"):
                     times["server"] = timing.server(self.stream, {n: core[n] for n in names}, nsets, tc.server_calls,
                                                     tc.server_gap_us, flush, timeout,
-                                                    before={n: (lambda i, n=n: gd[n].prep(i, 1)) for n in names},
+                                                    before={n: (lambda i, n=n: fresh(n, i)) for n in names},
                                                     after={n: (lambda i, n=n: gd[n].spot(i, 1)) for n in names},
                                                     seed=rng.getrandbits(32))
                 self.drain_device(Stage.TIMING, timeout)
                 self.check_logs(gd, names, before, {n: tc.server_calls for n in names}, "server")
                 if self.cand:
-                    self.check_inputs(sets, pristine, regen_a, Ws)
+                    self.check_inputs(sets, seeds, regen_a, fmode, Ws)
             if lt is not None:
                 self.lt_algos = {"heuristic_count": len(lt), "autotune_choice": baselines_autotuned(p)}
         return times
@@ -405,11 +439,12 @@ class Judge:
         """Every call of every runner was spot-checked, and none failed (a baseline's failure is the
         harness's own bug, not the candidate's: it raises)."""
         for n in names:
-            checked, failed, first = gd[n].log.read()
+            checked, failed, first, authentic = gd[n].log.read()
             done = checked - before[n]
             if n != "candidate":
-                if failed or done != expected[n]:
-                    why = f"baseline {n} {mode}: {failed} spot failures, {done} of {expected[n]} calls checked"
+                if failed or done != expected[n] or not authentic:
+                    why = (f"baseline {n} {mode}: {failed} spot failures, {done} of {expected[n]} calls checked"
+                           + ("" if authentic else ", its check log rewritten"))
                     if self.cand is not None:  # the only untrusted code that ran beside it: its interference
                         raise Failed(Stage.TIMING, f"{why}: the vendor's outputs went wrong beside this candidate")
                     raise RuntimeError(f"harness: {why} (first: {first})")
@@ -421,20 +456,28 @@ class Judge:
                                            f"{first.got:.4g}, want {first.want:.4g} (inputs change between timed calls)")
             if done != expected[n]:
                 raise Failed(Stage.TIMING, f"{mode}: {done} spot checks ran where {expected[n]} were enqueued")
+            if not authentic:
+                raise Failed(Stage.TIMING, f"{mode}: the spot checks' log was rewritten between checks")
 
-    def check_inputs(self, sets: Sets, pristine: list[cp.ndarray], regen_a: bool, Ws: list[buffers.Guarded]) -> None:
-        """The operand no call regenerates is bitwise its untouched copy; every workspace's guards intact."""
+    def check_inputs(self, sets: Sets, seeds: list[int], regen_a: bool, fmode: str, Ws: list[buffers.Guarded]) -> None:
+        """The operand no call regenerates is bitwise what its seed gives (regenerated now, after the
+        candidate's last call: no copy of it existed where a call could reach); every workspace's
+        guards intact."""
         fixed = sets.B if regen_a else sets.A
-        for i, (live, orig) in enumerate(zip(fixed, pristine)):
-            if not bool((live.view(cp.uint16) == orig.view(cp.uint16)).all()):
+        want = cp.empty_like(fixed[0])
+        for i, (live, seed) in enumerate(zip(fixed, seeds)):
+            guards.fill(want, seed, fmode)
+            if not bool((live.view(cp.uint16) == want.view(cp.uint16)).all()):
                 raise Failed(Stage.INPUTS, f"{'B' if regen_a else 'A'} of input set {i} changed during timing")
         for i, w in enumerate(Ws):
             if not w.intact():
                 raise Failed(Stage.CANARY, f"write outside the workspace of input set {i} during timing")
 
-    def make_sets(self, p: Problem, n: int, with_bt: bool, dist: str = "normal") -> Sets:
-        """`n` input sets, their buffers allocated in a random order with random gaps between them, so
-        no buffer's address follows from another's (a call cannot find and pre-compute other sets)."""
+    def make_sets(self, p: Problem, n: int, with_bt: bool, regen_a: bool, fmode: str) -> tuple[Sets, list[int]]:
+        """`n` input sets, their buffers allocated in a random order with random gaps (of random
+        bytes) between them, so no buffer's address follows from another's (a call cannot find and
+        pre-compute other sets). The operand that `regen_a` says stays fixed is filled in `fmode`
+        from the returned seeds; the other is regenerated before every call."""
         shapes = {"A": (p.M, p.K), "B": (p.N, p.K), "Bt": (p.K, p.N), "C": (p.M, p.N), "Cb": (p.M, p.N)}
         kinds = [k for k in shapes if k != "Bt" or with_bt]
         order = [(i, k) for i in range(n) for k in kinds]
@@ -443,18 +486,19 @@ class Judge:
         got: dict[tuple[int, str], cp.ndarray] = {}
         spacers = []
         for i, k in order:
-            spacers.append(cp.empty(rng.randrange(1, 64) * 512, dtype=cp.uint8))
+            spacers.append(buffers.random_bytes(rng.randrange(1, 64) * 512))
             got[(i, k)] = cp.empty(shapes[k], cp.float16)
         s = Sets([], [], [], [], [], spacers)
+        seeds = [buffers.new_seed() for _ in range(n)]
         for i in range(n):
             a, b = got[(i, "A")], got[(i, "B")]
-            buffers.fill(a, dist, buffers.new_seed())
-            buffers.fill(b, dist, buffers.new_seed())
+            guards.fill(b if regen_a else a, seeds[i], fmode)
+            guards.fill(a if regen_a else b, buffers.new_seed(), fmode)   # until the first prep
             s.A.append(a); s.B.append(b); s.C.append(got[(i, "C")]); s.Cb.append(got[(i, "Cb")])
             if with_bt:
                 got[(i, "Bt")][...] = b.T
             s.Bt.append(got[(i, "Bt")] if with_bt else b)
-        return s
+        return s, seeds
 
     def check_sets(self, sets: Sets, what: str, indices) -> None:
         """Check a random sample of the sets (always the first and the last) in full; the spot checks
@@ -521,6 +565,13 @@ def judge(req: JudgeRequest) -> dict:
     else:
         release_memory()
     return out
+
+
+def _xmodes(seed: int, rejudge: bool):
+    """The regenerated operand's mode per prep: uniform in a re-judge, else Gaussian two times in
+    three and positive (cancelling) one in three, in a sequence fixed by `seed`."""
+    rng = random.Random(seed)
+    return lambda: "uniform" if rejudge else ("positive" if rng.random() < 1 / 3 else "normal")
 
 
 def release_memory() -> None:

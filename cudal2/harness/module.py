@@ -10,6 +10,7 @@ Guarantees:
   shape), encodes the tensor maps the spec declares over these pointers, and enqueues the
   kernels in order on `stream` with `cuLaunchKernelEx` (cluster dimensions as launch
   attributes); it returns 0, or the CUDA error code of the first launch that failed;
+- `local_bytes` is the largest per-thread local frame of its kernels (the judge bounds it);
 - `close()` unloads the module: nothing of one candidate outlives its judging.
 
 Does not: run any code of the candidate's on the host (there is none: the cubin is device code),
@@ -69,6 +70,8 @@ class Module:
                 self._fns[k.name] = fn
             for k in spec.kernels:
                 self._check_params(k.name, [a if isinstance(a, str) else next(iter(a)) for a in k.args])
+            attr = cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES
+            self.local_bytes = max(int(_check(cu.cuFuncGetAttribute(attr, f), "local size")) for f in self._fns.values())
         except LoadError:
             self.close()
             raise

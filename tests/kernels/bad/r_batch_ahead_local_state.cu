@@ -20,9 +20,11 @@
 // Why it would earn an undeserved score: on shapes too small to fill the GPU, one launch that
 // does many sets' work in parallel plus many near-empty launches beats one honest call per set;
 // the timed replay sees a batched GEMM, not the cost of a fresh call.
-// Defence that must stop it: none today; the planned one scrubs shared and local memory before
-// each replay (untimed), so no call can know the other sets' pointers. Naive arithmetic: on the
-// test shape the speedup stays far below 1, so this documents the channel, it does not exploit it.
+// Defence that stops it: `guards.scrub` overwrites shared memory, a 4 KiB local frame of every
+// thread slot and the register file before every replay and every verification call (untimed),
+// so no call knows the other sets' pointers (their allocation order is random, so they cannot be
+// derived either); tests/test_gpu_scrub.py shows the channel and its closing with a probe. Naive
+// arithmetic: on the test shape the speedup stays far below 1.
 /* cudal2-launch
 {
   "kernels": [

@@ -10,12 +10,11 @@
 // Why it would earn an undeserved score: the verified behaviour is not the timed behaviour; the
 // timed one is faster (on a real kernel: half2 math) and its error may stay within the loose
 // spot-check tolerance.
-// Defence that must stop it: no phase should be detectable from memory layout (verification
-// buffers laid out like timing ones, or guards everywhere), and a spot tolerance as tight as the
-// gaussian stage's. Today: open. Doubts: the spacer bytes before a timing A are uninitialised pool
-// memory that may hold stale 0xA5 canaries (then it is honest there); reading before A stays inside
-// cupy's pool (spacers precede every set buffer, guards every verification buffer), so no fault is
-// expected. Naive kernel: speedup below 1 on the test shape.
+// Defence that stops it: guard regions hold random bytes drawn per buffer (so does every spacer
+// between timing sets), so the bytes before A say nothing about the stage; the kernel then takes
+// every stage for timing, and the Gaussian trial's bound (1.25x cuBLAS's error) rejects fp16
+// partial sums. In timing, one replay in three is the cancelling case, where the spot tolerance
+// rejects them too. Naive kernel: speedup below 1 on the test shape.
 /* cudal2-launch
 {
   "kernels": [
