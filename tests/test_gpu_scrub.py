@@ -12,7 +12,7 @@ from .conftest import KERNELS
 
 pytestmark = pytest.mark.gpu
 
-M, N, K = 128, 96, 64
+M, N, K = 1024, 1024, 64   # 4096 blocks: every SM runs some in every launch
 
 
 @pytest.fixture(scope="module")

@@ -372,7 +372,7 @@ class Judge:
                 if n == "candidate":
                     guards.scrub()   # no call finds on the chip what an earlier one left there
                 if i is None:
-                    flush.fill(0)   # the sets come from memory, as in a run over more data than the L2 holds
+                    timing.flush_l2(flush)   # the sets come from memory, as in a run over more data than the L2 holds
 
             self.drain_device(Stage.TIMING, timeout)
         times: dict[str, dict] = {}

@@ -8,8 +8,12 @@ Guarantees:
   before one wait; the per-call time is replay time / calls, and the median and p90 over replays
   are reported.
 - server: before each call the stream drains, the host sleeps an exponential idle gap, the L2 is
-  flushed by writing a buffer of at least 2x its size, then the call alone is bracketed by
-  events; runners are interleaved call by call.
+  flushed (`flush_l2`), then the call alone is bracketed by events; runners are interleaved call
+  by call.
+- `flush_l2` leaves nothing of earlier work in the L2, lines loaded with an evict_last policy
+  included: it reads a buffer of at least 2x the L2 with an evict_last policy itself (its lines
+  displace any others of that class), drops those lines (`discard.global.L2`), then writes the
+  buffer (the L2 then holds dirty lines of unrelated data, as in a run over more data than it).
 - in both modes the GPU is kept busy (a sleeping one-thread kernel) while the timed work is
   enqueued, so no start event fires before its call is in the queue.
 - every wait has a deadline; a runner still busy past it raises `Hang`.
@@ -106,6 +110,39 @@ def _stats(samples_us: list[float]) -> Timing:
     a = np.asarray(samples_us)
     return Timing(median_us=float(np.median(a)), p90_us=float(np.percentile(a, 90)), samples=len(a),
                   series_us=[float(x) for x in a])
+
+
+_FLUSH_SRC = r"""
+extern "C" __global__ void cudal2_flush_l2(const uint4* x, long long n, unsigned* sink) {
+    unsigned long long pol;
+    asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
+    unsigned acc = 0;
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+        unsigned a, b, c, d;
+        asm volatile("ld.global.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;"
+                     : "=r"(a), "=r"(b), "=r"(c), "=r"(d) : "l"(x + i), "l"(pol));
+        acc ^= a ^ b ^ c ^ d;
+    }
+    if (acc == 0x9E3779B9u && sink) sink[0] = acc;
+}
+extern "C" __global__ void cudal2_discard_l2(const char* x, long long lines) {
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < lines; i += (long long)gridDim.x * blockDim.x)
+        asm volatile("discard.global.L2 [%0], 128;" :: "l"(x + i * 128) : "memory");
+}
+"""
+_flush_module: cp.RawModule | None = None
+
+
+def flush_l2(buf: cp.ndarray) -> None:
+    """Enqueue on the current stream: the L2 emptied of earlier work (see the module docstring).
+    `buf` is a byte buffer of at least 2x the L2, 128-byte aligned (a fresh cupy allocation)."""
+    global _flush_module
+    if _flush_module is None:
+        _flush_module = cp.RawModule(code=_FLUSH_SRC)
+    n = buf.nbytes // 16
+    _flush_module.get_function("cudal2_flush_l2")((1056,), (256,), (buf, np.int64(n), np.uint64(0)))
+    _flush_module.get_function("cudal2_discard_l2")((1056,), (256,), (buf, np.int64(buf.nbytes // 128)))
+    buf.fill(0)
 
 
 def paired_speedup(base: Timing, cand: Timing) -> float:
@@ -208,7 +245,7 @@ def server(stream: cp.cuda.Stream, runners: dict[str, Runner], nsets: int, calls
             if gap_us:
                 time.sleep(rng.expovariate(1.0 / (gap_us * 1e-6)))   # ...for a while, as between requests
             spin(stream, 50)                  # (host enqueues the rest meanwhile: see spin)
-            flush.fill(0)                     # ...and its L2 holds none of this call's data
+            flush_l2(flush)                   # ...and its L2 holds none of this call's data
             e0, e1 = cp.cuda.Event(), cp.cuda.Event()
             e0.record(stream)
             runners[n](i)
