@@ -54,6 +54,7 @@ class Module:
     def __init__(self, data: bytes, spec: LaunchSpec):
         cu = _cu()
         self.spec = spec
+        _check(cu.cuInit(0), "cuInit")   # a fresh process may not have touched the driver yet
         if not int(_check(cu.cuCtxGetCurrent(), "cuCtxGetCurrent")):
             import cupy
             cupy.cuda.runtime.free(0)  # make the device's primary context current, as the runtime API does

@@ -9,10 +9,11 @@
 // Why it would earn an undeserved score: on memory-bound shapes (small M, large N*K) the time is
 // B's traffic; lines that outlive the flush make later replays faster than a cold call really
 // is, while the baselines pay full HBM cost.
-// Defence that must stop it: the L2 flush between replays plus rotation over sets larger than the
-// L2 -- unverified whether evict_last lines survive `flush.fill(0)`. A sure defence would reset
-// the L2 between replays rather than only overwrite it (or measure that the flush evicts
-// evict_last lines too).
+// Defence that stops it: `timing.flush_l2` reads its 2x-L2 buffer with an evict_last policy of
+// its own (displacing every line of that class), discards those lines, then writes the buffer.
+// Measured on the H100 (eval/judge_v2.py l2probe, 24 MiB read after the flush): evict_last lines
+// did survive the old plain write (12.9 us against 15.2 us cold, 10.8 us hot); after flush_l2 the
+// read is cold (15.2 us).
 // Naive kernel: speedup far below 1 on the test shape whatever the cache does.
 /* cudal2-launch
 {
