@@ -9,6 +9,7 @@ Does not: run candidate code in this process (see `harness/worker.py`).
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Optional
@@ -229,8 +230,11 @@ def library_show(entry_id: str, root: Optional[Path] = LibOpt, arch: Optional[st
 
 @library_app.command("build")
 def library_build(root: Optional[Path] = LibOpt, arch: Optional[str] = ArchOpt,
-                  config: Optional[Path] = ConfigOpt) -> None:
-    """Rebuild the library's shipped binaries (contract v2 cubins) from their sources; no GPU needed."""
+                  config: Optional[Path] = ConfigOpt,
+                  dispatcher: bool = typer.Option(True, help="Also compile the C++ dispatcher for this torch "
+                                                  "(about a minute; what torch calls run through).")) -> None:
+    """Rebuild the library's shipped binaries (contract v2 cubins) from their sources, and the compiled
+    dispatcher; no GPU needed."""
     from cudal2.library import LibraryError, folder as lib_folder
     try:
         where = lib_folder(root, arch)
@@ -239,12 +243,24 @@ def library_build(root: Optional[Path] = LibOpt, arch: Optional[str] = ArchOpt,
     except LibraryError as e:
         fail(str(e))
     out.print(f"{len(report['shipped'])} binaries shipped in {where}; {len(report['host_code'])} host-code entries "
-              f"build on first use; {len(report['failed'])} failed")
+              f"(not dispatched in C++; `cudal2 library verify` builds them); {len(report['failed'])} failed")
     for line in report["failed"]:
         err.print(f"  build failed: {line}")
     if report["changed"]:
         out.print(f"[yellow]device code changed for {len(report['changed'])} entries (another toolkit?): "
                   f"run `cudal2 library verify` on a GPU[/]")
+    if dispatcher:
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            fail("the compiled dispatcher needs torch: install it, or pass --no-dispatcher")
+        from cudal2.library import dispatch
+        with out.status("compiling the dispatcher"):
+            try:
+                path = dispatch.build()
+            except LibraryError as e:
+                fail(str(e))
+        out.print(f"dispatcher built: {path}")
     raise typer.Exit(1 if report["failed"] else 0)
 
 
@@ -261,20 +277,42 @@ def library_verify(root: Optional[Path] = LibOpt, arch: Optional[str] = ArchOpt,
 
 @library_app.command("bench")
 def library_bench(root: Optional[Path] = LibOpt, arch: Optional[str] = ArchOpt, config: Optional[Path] = ConfigOpt,
-                  json_out: Optional[Path] = typer.Option(None, "--json", help="Also write every result as JSON lines."),
+                  json_out: Optional[Path] = typer.Option(None, "--json", help="Write every result as JSON lines."),
+                  kernel: bool = typer.Option(False, "--kernel", help="The kernel-only view instead: every entry "
+                                              "through the harness, beside the baselines."),
+                  served: bool = typer.Option(False, "--served", help="Product path as a user gets it: only what the "
+                                              "manifest serves (default: every entry, to decide what to serve)."),
+                  limit: int = typer.Option(0, help="Only the first N entries (0: all)."),
                   update: bool = typer.Option(False, "--update", help="Write the measured speedups into the manifest: "
                                               "dispatch serves only entries that win there.")) -> None:
-    """Time every entry against the baselines, both modes, with geomeans per size band."""
+    """The product path: `cudal2.linear` against F.linear in a fresh process, eager, CUDA graph and a
+    single flushed call, paired rounds, geomeans per size band (`--kernel`: the harness's view)."""
     lib = open_library(root, arch)
     cfg = load_config(config)
     gpu = need_gpu()
-    from cudal2.library.bench import bench_entries, record_bench
-    results = bench_entries(lib, cfg, gpu, out, json_out)
+    if kernel:
+        from cudal2.library.bench import bench_entries, record_bench
+        results = bench_entries(lib, cfg, gpu, out, json_out)
+        n = record_bench(lib.folder, results) if update else 0
+    else:
+        import subprocess
+        import sys
+        import tempfile
+        from cudal2.library import product_bench as pb
+        dest = json_out or Path(tempfile.mkdtemp()) / "product.jsonl"
+        cmd = [sys.executable, "-m", "cudal2.library.product_bench", str(lib.folder), str(dest),
+               *(["--served"] if served else []), *(["--limit", str(limit)] if limit else [])]
+        if subprocess.run(cmd).returncode != 0:   # a fresh process: what a new user's first run sees
+            fail("the product bench failed (see above)")
+        lines = [json.loads(x) for x in dest.read_text().splitlines() if x.strip()]
+        rows = [r for r in lines if "id" in r]
+        from cudal2.report import product_table
+        out.print(product_table(rows, pb.geomeans(rows), next((r for r in lines if r.get("summary")), {})))
+        n = pb.record(lib.folder, rows) if update and not served else 0
     if update:
-        n = record_bench(lib.folder, results)
         from cudal2.library import Library
-        served = len(Library(lib.folder, serve_margin=cfg.library.serve_margin).served)
-        out.print(f"manifest updated for {n} entries; {served} of them win by {cfg.library.serve_margin:.0%} or more "
+        kept = len(Library(lib.folder, serve_margin=cfg.library.serve_margin).served)
+        out.print(f"manifest updated for {n} entries; {kept} win by {cfg.library.serve_margin:.0%} or more "
                   "in every mode and are served")
 
 

@@ -111,3 +111,18 @@ def bench_table(results: list[EvalResult]) -> Table:
         t.add_row(f"[bold]geomean all[/] ({len(ok)})", "", *(f"{geomean(r.speedup.get(m, {}).get(b) for r in ok):.3f}" for m, b in cols),
                   f"{100 * geomean(r.floor_fraction.get('offline') for r in ok):.1f}")
     return t
+
+
+def product_table(rows: list[dict], geo: dict, summary: dict) -> Table:
+    """The product-path bench: per shape t_F.linear / t_cudal2.linear in each mode (>1: the library is
+    faster), whether the library's kernel ran, then geomeans per size band."""
+    t = Table(title=f"cudal2.linear vs F.linear on {summary.get('gpu', '?')} (first call "
+                    f"{summary.get('first_call_ms', float('nan')):.1f} ms)")
+    for c in ("shape", "kernel ran", "eager", "graph", "flushed"):
+        t.add_column(c, justify="right")
+    for r in rows:
+        t.add_row(f"{r['M']}x{r['N']}x{r['K']}", "yes" if r["kernel_ran"] else "[yellow]vendor[/]",
+                  *(f"{r[m]:.3f}" for m in ("eager", "graph", "flushed")))
+    for name, g in geo.items():
+        t.add_row(f"[bold]geomean {name}[/] ({g['shapes']})", "", *(f"[bold]{g[m]:.3f}[/]" for m in ("eager", "graph", "flushed")))
+    return t

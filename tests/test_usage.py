@@ -40,11 +40,17 @@ def cpu_gemm(monkeypatch):
 
 
 def test_linear_takes_leading_dimensions_and_bias(cpu_gemm):
+    from cudal2.library.layers import python_linear   # the path without the compiled dispatcher
     x = torch.randn(2, 3, 5, 16).half()
     W, b = torch.randn(8, 16).half(), torch.randn(8).half()
-    y = cudal2.linear(x, W, b)
+    y = python_linear(None, x, W, b)
     want = torch.nn.functional.linear(x.float(), W.float(), b.float())
     assert y.shape == (2, 3, 5, 8) and torch.allclose(y.float(), want, atol=2e-2, rtol=1e-2)
+
+
+def test_linear_refuses_host_tensors_in_one_line():
+    with pytest.raises(InputError, match="host memory"):
+        cudal2.linear(torch.randn(4, 16).half(), torch.randn(8, 16).half())
 
 
 def test_linear_refuses_mismatched_weights():

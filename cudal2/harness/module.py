@@ -91,6 +91,10 @@ class Module:
         if err == cu.CUresult.CUDA_SUCCESS:
             raise LoadError(f"kernel {name} has more than the {len(kinds)} parameters the spec passes")
 
+    def handle(self, name: str) -> int:
+        """The CUfunction of kernel `name` as an integer (for the library's compiled dispatcher)."""
+        return int(self._fns[name])
+
     def workspace_bytes(self, M: int, N: int, K: int) -> int:
         return self.spec.workspace_bytes(M, N, K)
 

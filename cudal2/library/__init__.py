@@ -12,7 +12,7 @@ from pathlib import Path
 from cudal2.library.manifest import Entry, LibraryError
 from cudal2.library.runtime import Library
 
-__all__ = ["Entry", "Library", "LibraryError", "load", "folder", "matmul", "default_root", "current_arch"]
+__all__ = ["Entry", "Library", "LibraryError", "load", "folder", "matmul", "default", "default_root", "current_arch"]
 
 _default: Library | None = None
 _lock = threading.Lock()
@@ -44,10 +44,16 @@ def load(root: str | Path | None = None, arch: str | None = None, serve_margin: 
     return Library(folder(root, arch), serve_margin=serve_margin)
 
 
+def default() -> Library:
+    """The process-wide default library (this GPU's folder), loaded on first use."""
+    global _default
+    if _default is None:
+        with _lock:
+            if _default is None:
+                _default = load()
+    return _default
+
+
 def matmul(A, B):
     """C = A @ B.T through the process-wide default library (exact shape, M-range, else cuBLAS)."""
-    global _default
-    with _lock:
-        if _default is None:
-            _default = load()
-    return _default.matmul(A, B)
+    return (_default or default()).matmul(A, B)

@@ -31,6 +31,8 @@ def _problem(name: str, on_gpu: bool, dtype, fp16, ndim: int, contiguous: bool) 
 
 
 class _Torch:
+    is_torch = True
+
     def __init__(self, torch):
         self.t = torch
 
@@ -65,6 +67,8 @@ class _Torch:
 
 
 class _Cupy:
+    is_torch = False
+
     def __init__(self, cupy):
         self.cp = cupy
 

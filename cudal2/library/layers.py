@@ -4,11 +4,13 @@ which route a model's fp16 `torch.nn.Linear` layers through the library.
 Guarantees:
 - `linear(x, W, bias)` equals `torch.nn.functional.linear(x, W, bias)` for fp16 CUDA tensors: x of
   shape (..., K) (its rows are made dense when they are not), W of (N, K), bias of (N,) or None;
-  the GEMM goes through `torch.ops.cudal2.hgemm`, so `torch.compile` traces it and CUDA graphs
-  capture it; wrong inputs raise the library's one-line `InputError`;
+  the call is one `torch.ops.cudal2.linear` (the compiled dispatcher, `cudal2 library build`) or,
+  without it, `torch.ops.cudal2.hgemm` (Python dispatch): `torch.compile` traces either and CUDA
+  graphs capture either; wrong inputs raise the library's one-line `InputError`;
 - `patch(model)` returns how many layers it routed: every `nn.Linear` whose weight is fp16. A
-  patched layer sends fp16 CUDA inputs through `linear` and anything else (a CPU input, another
-  dtype) to its own forward, unchanged; `unpatch(model)` restores every layer and returns how many.
+  patched layer sends fp16 CUDA inputs through `linear` when no gradient is wanted (inference:
+  `torch.no_grad()` or `torch.inference_mode()`), and anything else (a CPU input, another dtype,
+  training) to its own forward, unchanged; `unpatch(model)` restores every layer and returns how many.
 
 Does not: change weights, cast, or move anything between devices.
 """
@@ -20,30 +22,67 @@ from cudal2.library.arrays import InputError
 _MARK = "_cudal2_patched"
 
 
-def linear(x, W, bias=None):
+def _validate(x, W, bias) -> None:
+    """Raise the one-line error for inputs `linear` does not compute."""
     import torch
-
-    import cudal2.library.torch_op  # noqa: F401  (registers torch.ops.cudal2.hgemm)
     if not isinstance(x, torch.Tensor) or not isinstance(W, torch.Tensor):
         raise TypeError(f"cudal2.linear takes torch tensors, got {type(x).__name__} and {type(W).__name__}")
     if W.dim() != 2 or x.dim() < 1 or x.shape[-1] != W.shape[1]:
         raise InputError(f"cudal2.linear: x is {tuple(x.shape)} and W {tuple(W.shape)}; want x (..., K) and W (N, K)")
     if bias is not None and tuple(bias.shape) != (W.shape[0],):
         raise InputError(f"cudal2.linear: bias is {tuple(bias.shape)}; want ({W.shape[0]},)")
+    for name, t in (("x", x), ("W", W)):
+        if not t.is_cuda:
+            raise InputError(f"cudal2: {name} is in host memory; cudal2 computes on CUDA arrays (move it to the GPU)")
+        if t.dtype != torch.float16:
+            raise InputError(f"cudal2: {name} is {t.dtype}; cudal2 computes fp16 GEMMs (cast it, e.g. .half())")
+
+
+def linear(x, W, bias=None):
+    """F.linear(x, W, bias) through the default library. The common case (fp16 CUDA tensors,
+    matching shapes) costs a few attribute reads before the compiled dispatcher's one op call."""
+    from cudal2 import library
+    try:
+        fast = (x.is_cuda and x.dtype is _fp16() and W.dtype is _fp16() and W.dim() == 2
+                and x.dim() >= 1 and x.shape[-1] == W.shape[1] and (bias is None or bias.dim() == 1))
+    except AttributeError:
+        fast = False
+    if not fast:
+        _validate(x, W, bias)
+    if not x.is_contiguous():
+        x = x.contiguous()
+    return (library._default or library.default()).linear(x, W, bias)
+
+
+def python_linear(lib, x, W, bias=None):
+    """`linear` without the compiled dispatcher: rows through `torch.ops.cudal2.hgemm` (a Python
+    custom op over `lib.matmul`'s Python dispatch), then the bias."""
+    import torch
+
+    import cudal2.library.torch_op  # noqa: F401  (registers torch.ops.cudal2.hgemm)
     K, N = W.shape[1], W.shape[0]
     rows = x.reshape(-1, K)
-    if rows.shape[0] == 0:
-        y = x.new_empty((0, N))
-    else:
-        y = torch.ops.cudal2.hgemm(rows if rows.is_contiguous() else rows.contiguous(), W)
+    y = x.new_empty((0, N)) if rows.shape[0] == 0 else torch.ops.cudal2.hgemm(rows, W)
     if bias is not None:
         y = y + bias
     return y.reshape(*x.shape[:-1], N)
 
 
+_FP16 = None
+
+
+def _fp16():
+    global _FP16
+    if _FP16 is None:
+        import torch
+        _FP16 = torch.float16
+    return _FP16
+
+
 def _forward(self, x):
     import torch
-    if isinstance(x, torch.Tensor) and x.is_cuda and x.dtype == torch.float16 and self.weight.is_cuda:
+    if (isinstance(x, torch.Tensor) and x.is_cuda and x.dtype is torch.float16 and self.weight.is_cuda
+            and not (torch.is_grad_enabled() and (x.requires_grad or self.weight.requires_grad))):
         return linear(x, self.weight, self.bias)
     return type(self).forward(self, x)
 

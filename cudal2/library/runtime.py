@@ -13,6 +13,10 @@ Guarantees:
   toolkit differs from the one that generated the entry, the hash cannot match and a warning says so;
 - the call enqueues on the caller's current stream (torch's or cupy's) with no host
   synchronization; the workspace comes from the caller's framework allocator;
+- with torch and the compiled dispatcher built (`cudal2 library build`), torch calls run in C++
+  (`torch.ops.cudal2.linear`): `compiled()` loads every served v2 entry once, hash-checked, and
+  registers it there (an M-range entry per M, on the first call at that M); the dispatcher counts
+  hits and fallbacks, merged into `stats()`. Without it, the same dispatch runs in Python;
 - a kernel that fails (non-zero status, a build or hash failure) is disabled for the process with
   a warning, and the call falls back to the vendor GEMM.
 
@@ -37,12 +41,13 @@ if TYPE_CHECKING:
 
 
 class Library:
-    def __init__(self, folder: Path, build_cfg: BuildConfig | None = None, serve_margin: float = 0.02):
+    def __init__(self, folder: Path, build_cfg: BuildConfig | None = None, serve_margin: float | None = 0.02):
         self.folder = Path(folder)
         self.entries = manifest.read(self.folder)
         # Never lose: only entries measured faster than the vendor (by the margin, in every mode) are
-        # served. Dispatch runs on every call: index them by (N, K), the part of a shape that must match.
-        self.served = [e for e in self.entries if e.wins(serve_margin)]
+        # served (serve_margin None: every entry, for the bench that measures them). Dispatch runs on
+        # every call: index them by (N, K), the part of a shape that must match.
+        self.served = [e for e in self.entries if serve_margin is None or e.wins(serve_margin)]
         self._by_nk: dict[tuple[int, int], list[Entry]] = {}
         for e in self.served:
             self._by_nk.setdefault((e.N, e.K), []).append(e)
@@ -52,6 +57,9 @@ class Library:
         self._loaded: dict[str, Any] = {}
         self._disabled: dict[str, str] = {}
         self._lock = threading.Lock()
+        self._ext: Any = None            # the compiled dispatcher, once this library is registered in it
+        self._ranged = {(e.N, e.K) for e in self.served if e.m_range is not None}
+        self._registered: set[tuple[int, int, int]] = set()
 
     # --- what is in it -----------------------------------------------------------------------
     @property
@@ -76,8 +84,71 @@ class Library:
 
     def stats(self) -> dict[str, dict[str, int]]:
         """Calls so far: per served entry, and per reason the vendor ran instead (no_entry: no entry
-        wins at the shape; unaligned: an operand not 256-byte aligned; failed: the entry failed)."""
-        return {"hits": dict(self._hits), "fallbacks": dict(self._fallbacks)}
+        wins at the shape; unaligned: an operand not 256-byte aligned; failed: the entry failed;
+        bias, not_dense_fp16, autograd: calls the compiled dispatcher left to F.linear)."""
+        hits, falls = dict(self._hits), dict(self._fallbacks)
+        if self._ext is not None:
+            c_hits, c_falls, c_disabled = self._ext.stats()
+            for src, dst in ((c_hits, hits), (c_falls, falls)):
+                for k, v in src.items():
+                    dst[k] = dst.get(k, 0) + v
+            for k, why in c_disabled.items():
+                self._disabled.setdefault(k, f"compiled dispatcher: {why}")
+        return {"hits": hits, "fallbacks": falls}
+
+    # --- the compiled dispatcher -------------------------------------------------------------
+    def compiled(self):
+        """Register this library's served v2 entries in the compiled dispatcher (replacing what any
+        other library put there) and return it; None when it is not built or torch has no GPU."""
+        if self._ext is not None:
+            return self._ext
+        from cudal2.library import dispatch
+        try:
+            import torch
+            if not torch.cuda.is_available():
+                return None
+            ext = dispatch.load()
+        except ImportError:
+            return None
+        if ext is None:
+            return None
+        ext.clear()
+        _Active.library = self
+        self._ext = ext
+        for e in self.served:
+            if e.m_range is None:
+                self._register(e, e.M)
+        return ext
+
+    def _register(self, e: Entry, M: int) -> None:
+        from cudal2.library import dispatch
+        if e.binary is None or e.id in self._disabled:
+            return   # v1 host code is not dispatched in C++: its shapes go to the vendor there
+        try:
+            dispatch.register(self._ext, e.id, self._candidate(e), M, e.N, e.K)
+            self._registered.add((M, e.N, e.K))
+        except Exception as err:  # noqa: BLE001  a broken entry costs itself, never the caller
+            self._disable(e, str(err))
+
+    def linear(self, x, W, bias=None):
+        """F.linear(x, W, bias) for fp16 CUDA torch tensors through this library (x of any leading
+        dimensions); the compiled dispatcher when built, else the Python path."""
+        ext = self._ext if _Active.library is self else self.compiled()
+        if ext is None:
+            from cudal2.library.layers import python_linear
+            return python_linear(self, x, W, bias)
+        if self._ranged:
+            self._register_range(x, W)
+        return _op()(x, W, bias)
+
+    def _register_range(self, x, W) -> None:
+        N, K = W.shape
+        if (N, K) in self._ranged and K:
+            M = x.numel() // K
+            if (M, N, K) not in self._registered:
+                e = self.lookup(M, N, K)
+                if e is not None and e.m_range is not None:
+                    self._register(e, M)
 
     def _fallback(self, why: str, ops, A, B):
         self._fallbacks[why] = self._fallbacks.get(why, 0) + 1
@@ -126,6 +197,12 @@ class Library:
         from cudal2.library import arrays
         ops = arrays.ops_for(A, B)
         ops.check(A, B)
+        if ops.is_torch and A.shape[1] == B.shape[1]:
+            ext = self._ext if _Active.library is self else self.compiled()
+            if ext is not None:
+                if self._ranged:
+                    self._register_range(A, B)
+                return _op()(A, B, None)
         M, K = ops.shape(A)
         N, K2 = ops.shape(B)
         if K2 != K:
@@ -149,3 +226,19 @@ class Library:
             return self._fallback("failed", ops, A, B)
         self._hits[e.id] = self._hits.get(e.id, 0) + 1
         return C
+
+
+class _Active:
+    """The library whose entries the process's compiled dispatcher holds."""
+    library: "Library | None" = None
+
+
+_OP: Any = None
+
+
+def _op():
+    global _OP
+    if _OP is None:
+        import torch
+        _OP = torch.ops.cudal2.linear.default
+    return _OP

@@ -1,0 +1,269 @@
+// The library's per-call path in C++: `torch.ops.cudal2.linear(x, W, bias)`.
+//
+// Guarantees:
+// - one hash lookup of (M, N, K) among the kernels Python registered (`add_kernel`: the served
+//   entries, resolved for their shape); on a hit, the output (and the workspace, if any) comes
+//   from torch's caching allocator and every launch of the entry is enqueued with
+//   cuLaunchKernelEx on torch's current stream (capturable in CUDA graphs); tensor maps are
+//   encoded per call over this call's pointers;
+// - everything else goes to at::linear, the kernel F.linear runs: no entry for the shape, an
+//   operand not 256-byte aligned, a bias (the vendor fuses it; a separate add could lose), a
+//   tensor that is not a dense fp16 CUDA matrix, or autograd in use; every fallback is counted
+//   by reason, every hit per kernel (`stats`);
+// - a launch that fails removes its kernel from the table (recorded in `stats`) and the call
+//   falls back: a broken kernel costs itself, never the caller.
+//
+// Does not: load modules (Python loads and hash-checks them and passes the function handles),
+// resolve launch specs (Python does, per shape), or synchronize.
+#include <ATen/ATen.h>
+#include <c10/core/impl/VirtualGuardImpl.h>
+#include <c10/core/GradMode.h>
+#include <cuda.h>
+#include <dlfcn.h>
+#include <torch/extension.h>
+#include <torch/library.h>
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace {
+
+// Argument kinds, as Python passes them (see cudal2/library/dispatch.py).
+enum Kind : int { ARG_A = 0, ARG_B, ARG_C, ARG_WS, ARG_M, ARG_N, ARG_K, ARG_INT, ARG_TMAP };
+
+struct Arg {
+  int kind;
+  int64_t value;      // ARG_INT: the value; ARG_WS: byte offset; ARG_TMAP: operand (0 A, 1 B, 2 C)
+  uint32_t box[2];    // ARG_TMAP
+  int swizzle;        // ARG_TMAP: 0, 32, 64 or 128
+};
+
+struct Launch {
+  CUfunction fn;
+  unsigned grid[3], block[3], cluster[3];
+  unsigned smem;
+  std::vector<Arg> args;
+};
+
+struct Kernel {
+  std::string id;
+  int64_t ws_bytes;
+  std::vector<Launch> launches;
+  std::unique_ptr<std::atomic<int64_t>> hits{new std::atomic<int64_t>(0)};
+  std::string disabled;  // why it left the table, if it did
+};
+
+using LaunchEx = CUresult (*)(const CUlaunchConfig*, CUfunction, void**, void**);
+using EncodeTiled = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
+                                 const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
+                                 CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
+// The driver's entry points, found in the driver library the process already uses: nothing to
+// link at build time, and the same libcuda that Python's loader used.
+struct Driver {
+  LaunchEx launch = nullptr;
+  EncodeTiled encode = nullptr;
+  Driver() {
+    void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (!h) h = dlopen("libcuda.so.1", RTLD_NOW);
+    TORCH_CHECK(h, "cudal2: cannot open libcuda.so.1 (no NVIDIA driver?)");
+    launch = reinterpret_cast<LaunchEx>(dlsym(h, "cuLaunchKernelEx"));
+    encode = reinterpret_cast<EncodeTiled>(dlsym(h, "cuTensorMapEncodeTiled"));
+    TORCH_CHECK(launch && encode, "cudal2: the driver lacks cuLaunchKernelEx or cuTensorMapEncodeTiled");
+  }
+};
+
+Driver& driver() {
+  static Driver d;
+  return d;
+}
+
+inline uint64_t shape_key(int64_t M, int64_t N, int64_t K) {
+  return (uint64_t(M) << 42) ^ (uint64_t(N) << 21) ^ uint64_t(K);
+}
+
+std::mutex g_mu;                                 // registration only; calls read without it
+std::vector<std::unique_ptr<Kernel>> g_kernels;  // never shrinks: indices stay valid
+std::unordered_map<uint64_t, Kernel*> g_table;
+enum Fallback { NO_ENTRY = 0, UNALIGNED, BIAS, NOT_DENSE_FP16, AUTOGRAD, FAILED, N_FALLBACKS };
+const char* kFallbackNames[N_FALLBACKS] = {"no_entry", "unaligned", "bias", "not_dense_fp16", "autograd", "failed"};
+std::atomic<int64_t> g_fallbacks[N_FALLBACKS];
+
+at::Tensor vendor(const at::Tensor& x, const at::Tensor& w, const c10::optional<at::Tensor>& bias, Fallback why) {
+  g_fallbacks[why].fetch_add(1, std::memory_order_relaxed);
+  return at::linear(x, w, bias);
+}
+
+bool encode_tmap(CUtensorMap* out, void* ptr, uint64_t inner, uint64_t outer, const Arg& a) {
+  const cuuint64_t dims[2] = {inner, outer};
+  const cuuint64_t strides[1] = {inner * 2};
+  const cuuint32_t box[2] = {a.box[0], a.box[1]};
+  const cuuint32_t elem[2] = {1, 1};
+  CUtensorMapSwizzle sw = a.swizzle == 128 ? CU_TENSOR_MAP_SWIZZLE_128B
+                          : a.swizzle == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
+                          : a.swizzle == 32 ? CU_TENSOR_MAP_SWIZZLE_32B
+                                            : CU_TENSOR_MAP_SWIZZLE_NONE;
+  return driver().encode(out, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, ptr, dims, strides, box, elem,
+                         CU_TENSOR_MAP_INTERLEAVE_NONE, sw, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                         CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+// Enqueue every launch of `k`; false on the first failure (nothing is synchronized).
+bool run(Kernel& k, void* a, void* b, void* c, void* ws, int32_t M, int32_t N, int32_t K, CUstream stream) {
+  constexpr int kMaxArgs = 32;
+  for (const Launch& l : k.launches) {
+    if (l.args.size() > kMaxArgs) return false;
+    uint64_t ptrs[kMaxArgs];
+    int32_t ints[kMaxArgs];
+    alignas(64) CUtensorMap maps[4];
+    int n_maps = 0;
+    void* params[kMaxArgs];
+    for (size_t i = 0; i < l.args.size(); ++i) {
+      const Arg& g = l.args[i];
+      switch (g.kind) {
+        case ARG_A: ptrs[i] = reinterpret_cast<uint64_t>(a); params[i] = &ptrs[i]; break;
+        case ARG_B: ptrs[i] = reinterpret_cast<uint64_t>(b); params[i] = &ptrs[i]; break;
+        case ARG_C: ptrs[i] = reinterpret_cast<uint64_t>(c); params[i] = &ptrs[i]; break;
+        case ARG_WS: ptrs[i] = reinterpret_cast<uint64_t>(ws) + uint64_t(g.value); params[i] = &ptrs[i]; break;
+        case ARG_M: ints[i] = M; params[i] = &ints[i]; break;
+        case ARG_N: ints[i] = N; params[i] = &ints[i]; break;
+        case ARG_K: ints[i] = K; params[i] = &ints[i]; break;
+        case ARG_INT: ints[i] = int32_t(g.value); params[i] = &ints[i]; break;
+        case ARG_TMAP: {
+          if (n_maps == 4) return false;
+          // A: M rows of K; B: N rows of K; C: M rows of N (dense row-major), as module.py encodes them.
+          void* p = g.value == 0 ? a : g.value == 1 ? b : c;
+          const uint64_t inner = g.value == 2 ? N : K, outer = g.value == 1 ? N : M;
+          if (!encode_tmap(&maps[n_maps], p, inner, outer, g)) return false;
+          params[i] = &maps[n_maps++];
+          break;
+        }
+        default: return false;
+      }
+    }
+    CUlaunchConfig cfg = {};
+    cfg.gridDimX = l.grid[0]; cfg.gridDimY = l.grid[1]; cfg.gridDimZ = l.grid[2];
+    cfg.blockDimX = l.block[0]; cfg.blockDimY = l.block[1]; cfg.blockDimZ = l.block[2];
+    cfg.sharedMemBytes = l.smem;
+    cfg.hStream = stream;
+    CUlaunchAttribute attr;
+    if (l.cluster[0] * l.cluster[1] * l.cluster[2] > 1) {
+      attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+      attr.value.clusterDim.x = l.cluster[0];
+      attr.value.clusterDim.y = l.cluster[1];
+      attr.value.clusterDim.z = l.cluster[2];
+      cfg.attrs = &attr;
+      cfg.numAttrs = 1;
+    }
+    if (driver().launch(&cfg, l.fn, params, nullptr) != CUDA_SUCCESS) return false;
+  }
+  return true;
+}
+
+at::Tensor linear(const at::Tensor& x, const at::Tensor& w, const c10::optional<at::Tensor>& bias) {
+  if (bias.has_value() && bias->defined()) return vendor(x, w, bias, BIAS);
+  if (x.scalar_type() != at::kHalf || w.scalar_type() != at::kHalf || !x.is_cuda() || !w.is_cuda() ||
+      w.dim() != 2 || x.dim() < 1 || !x.is_contiguous() || !w.is_contiguous())
+    return vendor(x, w, bias, NOT_DENSE_FP16);
+  if (c10::GradMode::is_enabled() && (x.requires_grad() || w.requires_grad())) return vendor(x, w, bias, AUTOGRAD);
+  const int64_t K = w.size(1), N = w.size(0);
+  if (x.size(-1) != K || K == 0) return vendor(x, w, bias, NOT_DENSE_FP16);
+  const int64_t M = x.numel() / K;
+  auto it = g_table.find(shape_key(M, N, K));
+  if (it == g_table.end()) return vendor(x, w, bias, NO_ENTRY);
+  if (reinterpret_cast<uintptr_t>(x.data_ptr()) % 256 || reinterpret_cast<uintptr_t>(w.data_ptr()) % 256)
+    return vendor(x, w, bias, UNALIGNED);
+  Kernel& k = *it->second;
+  std::vector<int64_t> out_shape(x.sizes().begin(), x.sizes().end());
+  out_shape.back() = N;
+  at::Tensor c = at::empty(out_shape, x.options());
+  at::Tensor ws;
+  if (k.ws_bytes) ws = at::empty({k.ws_bytes}, x.options().dtype(at::kByte));
+  // torch's current stream through the device-generic guard: no CUDA build of torch is needed to
+  // compile this file, and it is the stream F.linear would use.
+  const CUstream stream = static_cast<CUstream>(
+      c10::impl::VirtualGuardImpl(c10::DeviceType::CUDA).getStream(x.device()).native_handle());
+  if (!run(k, x.data_ptr(), w.data_ptr(), c.data_ptr(), k.ws_bytes ? ws.data_ptr() : nullptr, int32_t(M),
+           int32_t(N), int32_t(K), stream)) {
+    std::lock_guard<std::mutex> lock(g_mu);
+    k.disabled = "a launch failed";
+    g_table.erase(shape_key(M, N, K));
+    return vendor(x, w, bias, FAILED);
+  }
+  k.hits->fetch_add(1, std::memory_order_relaxed);
+  return c;
+}
+
+// Python side: register one kernel for one shape. launches: [(fn_handle, grid, block, cluster,
+// smem, [(kind, value, box0, box1, swizzle), ...]), ...].
+void add_kernel(const std::string& id, int64_t M, int64_t N, int64_t K, int64_t ws_bytes,
+                const std::vector<std::tuple<uint64_t, std::vector<int64_t>, std::vector<int64_t>, std::vector<int64_t>,
+                                             int64_t, std::vector<std::vector<int64_t>>>>& launches) {
+  auto k = std::make_unique<Kernel>();
+  k->id = id;
+  k->ws_bytes = ws_bytes;
+  for (const auto& [fn, grid, block, cluster, smem, args] : launches) {
+    TORCH_CHECK(grid.size() == 3 && block.size() == 3 && cluster.size() == 3, "cudal2: bad launch dims");
+    Launch l;
+    l.fn = reinterpret_cast<CUfunction>(fn);
+    for (int d = 0; d < 3; ++d) {
+      l.grid[d] = unsigned(grid[d]); l.block[d] = unsigned(block[d]); l.cluster[d] = unsigned(cluster[d]);
+    }
+    l.smem = unsigned(smem);
+    for (const auto& a : args) {
+      TORCH_CHECK(a.size() == 5, "cudal2: bad argument record");
+      l.args.push_back(Arg{int(a[0]), a[1], {uint32_t(a[2]), uint32_t(a[3])}, int(a[4])});
+    }
+    k->launches.push_back(std::move(l));
+  }
+  driver();  // fail here, at registration, not on a call
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_table[shape_key(M, N, K)] = k.get();
+  g_kernels.push_back(std::move(k));
+}
+
+void clear() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_table.clear();  // kernels stay allocated: a call in flight may still hold one
+}
+
+// (hits per kernel id, fallbacks per reason, disabled kernels with why)
+std::tuple<std::unordered_map<std::string, int64_t>, std::unordered_map<std::string, int64_t>,
+           std::unordered_map<std::string, std::string>>
+stats() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  std::unordered_map<std::string, int64_t> hits, falls;
+  std::unordered_map<std::string, std::string> disabled;
+  for (const auto& k : g_kernels) {
+    if (int64_t h = k->hits->load()) hits[k->id] += h;
+    if (!k->disabled.empty()) disabled[k->id] = k->disabled;
+  }
+  for (int i = 0; i < N_FALLBACKS; ++i)
+    if (int64_t f = g_fallbacks[i].load()) falls[kFallbackNames[i]] = f;
+  return {hits, falls, disabled};
+}
+
+void reset_stats() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  for (auto& k : g_kernels) k->hits->store(0);
+  for (auto& f : g_fallbacks) f.store(0);
+}
+
+}  // namespace
+
+TORCH_LIBRARY(cudal2, m) { m.def("linear(Tensor x, Tensor w, Tensor? bias=None) -> Tensor"); }
+TORCH_LIBRARY_IMPL(cudal2, CUDA, m) { m.impl("linear", &linear); }
+// Any other device: exactly F.linear (a patched layer given a CPU input keeps working).
+TORCH_LIBRARY_IMPL(cudal2, CPU, m) { m.impl("linear", [](const at::Tensor& x, const at::Tensor& w,
+                                                         const c10::optional<at::Tensor>& b) { return at::linear(x, w, b); }); }
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("add_kernel", &add_kernel);
+  m.def("clear", &clear);
+  m.def("stats", &stats);
+  m.def("reset_stats", &reset_stats);
+}

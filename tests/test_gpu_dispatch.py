@@ -1,0 +1,126 @@
+"""The compiled dispatcher on the GPU, built here from scratch as `cudal2 library build` builds it:
+torch calls of served shapes run the library's kernel in C++ (counted per entry), everything else
+runs F.linear's kernel (counted per reason), and the op works under CUDA graphs and torch.compile."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.gpu
+
+FOLDER = Path(__file__).resolve().parent.parent / "kernels_out" / "sm90"
+
+
+@pytest.fixture(scope="module")
+def lib(tmp_path_factory):
+    import torch  # noqa: F401
+
+    from cudal2.library import Library, dispatch
+    old = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("cache"))   # nothing built before
+    try:
+        assert dispatch.load() is None
+        dispatch.build()
+        lib = Library(FOLDER)
+        assert lib.compiled() is not None
+        yield lib
+    finally:
+        if old is None:
+            os.environ.pop("XDG_CACHE_HOME", None)
+        else:
+            os.environ["XDG_CACHE_HOME"] = old
+
+
+def served(lib):
+    return min((e for e in lib.served if e.binary), key=lambda e: e.M * e.N * e.K)
+
+
+def operands(M, N, K):
+    import torch
+    return (torch.randn(M, K, device="cuda", dtype=torch.float16),
+            torch.randn(N, K, device="cuda", dtype=torch.float16))
+
+
+def delta(lib, before, kind):
+    now = lib.stats()[kind]
+    return {k: v - before[kind].get(k, 0) for k, v in now.items() if v != before[kind].get(k, 0)}
+
+
+def test_a_served_shape_runs_its_kernel_in_cpp(lib):
+    import torch
+    e = served(lib)
+    x, W = operands(e.M, e.N, e.K)
+    before = lib.stats()
+    y = lib.linear(x, W)
+    torch.testing.assert_close(y, torch.nn.functional.linear(x, W), atol=0.05, rtol=0.02)
+    assert delta(lib, before, "hits") == {e.id: 1} and delta(lib, before, "fallbacks") == {}
+
+
+def test_leading_dimensions_reach_the_same_kernel(lib):
+    import torch
+    e = next(e for e in lib.served if e.binary and e.M % 2 == 0)
+    x, W = operands(e.M, e.N, e.K)
+    before = lib.stats()
+    y = lib.linear(x.view(2, e.M // 2, e.K), W)
+    assert y.shape == (2, e.M // 2, e.N)
+    torch.testing.assert_close(y.view(e.M, e.N), torch.nn.functional.linear(x, W), atol=0.05, rtol=0.02)
+    assert delta(lib, before, "hits") == {e.id: 1}
+
+
+def test_a_bias_and_an_unserved_shape_go_to_the_vendor_and_are_counted(lib):
+    import torch
+    e = served(lib)
+    x, W = operands(e.M, e.N, e.K)
+    b = torch.randn(e.N, device="cuda", dtype=torch.float16)
+    before = lib.stats()
+    torch.testing.assert_close(lib.linear(x, W, b), torch.nn.functional.linear(x, W, b), atol=0.05, rtol=0.02)
+    x2, W2 = operands(37, 96, 64)
+    torch.testing.assert_close(lib.linear(x2, W2), torch.nn.functional.linear(x2, W2), atol=0.05, rtol=0.02)
+    assert delta(lib, before, "fallbacks") == {"bias": 1, "no_entry": 1} and delta(lib, before, "hits") == {}
+
+
+def test_the_op_is_captured_in_a_cuda_graph(lib):
+    import torch
+    e = served(lib)
+    x, W = operands(e.M, e.N, e.K)
+    lib.linear(x, W)
+    g = torch.cuda.CUDAGraph()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s), torch.cuda.graph(g, stream=s):
+        y = lib.linear(x, W)
+    torch.cuda.current_stream().wait_stream(s)
+    before = lib.stats()
+    x.copy_(torch.randn_like(x))
+    g.replay()
+    torch.cuda.synchronize()
+    torch.testing.assert_close(y, torch.nn.functional.linear(x, W), atol=0.05, rtol=0.02)
+    assert delta(lib, before, "hits") == {}   # a replay runs the captured launch: no dispatch at all
+
+
+def test_torch_compile_traces_the_op(lib):
+    import torch
+    e = served(lib)
+    x, W = operands(e.M, e.N, e.K)
+    f = torch.compile(lambda a, w: torch.ops.cudal2.linear(a, w) * 2, fullgraph=True)
+    before = lib.stats()
+    torch.testing.assert_close(f(x, W), torch.nn.functional.linear(x, W) * 2, atol=0.1, rtol=0.02)
+    assert delta(lib, before, "hits") == {e.id: 1}
+
+
+def test_a_patched_model_runs_the_kernel_in_inference(lib, monkeypatch):
+    import torch
+
+    import cudal2
+    import cudal2.library as L
+    monkeypatch.setattr(L, "_default", lib)
+    e = served(lib)
+    m = torch.nn.Sequential(torch.nn.Linear(e.K, e.N, bias=False)).cuda().half()
+    x = torch.randn(e.M, e.K, device="cuda", dtype=torch.float16)
+    with torch.inference_mode():
+        want = m(x)
+        cudal2.patch(m)
+        before = lib.stats()
+        torch.testing.assert_close(m(x), want, atol=0.05, rtol=0.02)
+    assert delta(lib, before, "hits") == {e.id: 1}
