@@ -22,7 +22,6 @@ from __future__ import annotations
 import ctypes
 from cudal2.harness.launch import LaunchSpec, Resolved, SpecError
 
-SMEM_DEFAULT_LIMIT = 48 * 1024
 TMAP_BYTES = 128
 _PTR, _INT = 8, 4
 
@@ -103,7 +102,9 @@ class Module:
         if key not in self._resolved:
             rs = self.spec.resolve(M, N, K)
             for r in rs:
-                if r.smem > SMEM_DEFAULT_LIMIT and self._smem_set.get(r.name, 0) < r.smem:
+                # Raised for any dynamic size: static shared memory counts against the 48 KiB default
+                # too, so a launch at exactly 48 KiB of dynamic memory can already need it.
+                if r.smem and self._smem_set.get(r.name, 0) < r.smem:
                     cu = _cu()
                     attr = cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
                     _check(cu.cuFuncSetAttribute(self._fns[r.name], attr, r.smem), f"kernel {r.name}: smem {r.smem}")
