@@ -5,7 +5,7 @@ Guarantees:
 - `Module(cubin_bytes, spec)` loads a fresh module (`cuModuleLoadData`) in the current context,
   finds every spec kernel, checks each kernel's parameter count and sizes against the spec with
   `cuFuncGetParamInfo` (a mismatch is a `LoadError` naming the kernel and the parameter), and
-  raises the dynamic shared-memory limit where a launch asks for more than 48 KiB;
+  raises the dynamic shared-memory limit of every kernel launched with dynamic shared memory;
 - `call(a, b, c, M, N, K, ws, ws_bytes, stream)` resolves the spec for the shape (cached per
   shape), encodes the tensor maps the spec declares over these pointers, and enqueues the
   kernels in order on `stream` with `cuLaunchKernelEx` (cluster dimensions as launch
