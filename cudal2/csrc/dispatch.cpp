@@ -1,4 +1,5 @@
-// The library's per-call path in C++: `torch.ops.cudal2.linear(x, W, bias)`.
+// The library's per-call path in C++: `torch.ops.cudal2.linear(x, W, bias)` (and the same
+// function as a plain Python builtin, `linear`, for eager calls).
 //
 // Guarantees:
 // - one hash lookup of (M, N, K) among the kernels Python registered (`add_kernel`: the served
@@ -262,6 +263,9 @@ TORCH_LIBRARY_IMPL(cudal2, CPU, m) { m.impl("linear", [](const at::Tensor& x, co
                                                          const c10::optional<at::Tensor>& b) { return at::linear(x, w, b); }); }
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  // The same function as the op, called directly: eager calls skip the dispatcher's boxing (the
+  // op is what torch.compile traces; a CUDA graph captures either).
+  m.def("linear", &linear, pybind11::arg("x"), pybind11::arg("w"), pybind11::arg("bias") = pybind11::none());
   m.def("add_kernel", &add_kernel);
   m.def("clear", &clear);
   m.def("stats", &stats);

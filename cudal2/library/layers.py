@@ -39,8 +39,11 @@ def _validate(x, W, bias) -> None:
 
 
 def linear(x, W, bias=None):
-    """F.linear(x, W, bias) through the default library. The common case (fp16 CUDA tensors,
-    matching shapes) costs a few attribute reads before the compiled dispatcher's one op call."""
+    """F.linear(x, W, bias) through the default library. The common case (fp16 CUDA tensors of
+    matching shapes, the compiled dispatcher in use) is a few attribute reads and one C++ call."""
+    fast = _FAST[0]
+    if fast is not None and x.dtype is _FP16 and W.dtype is _FP16 and x.is_cuda and not _FAST[1]():
+        return fast(x, W, bias)   # the dispatcher checks the rest; anything else there goes to F.linear
     from cudal2 import library
     try:
         fast = (x.is_cuda and x.dtype is _fp16() and W.dtype is _fp16() and W.dim() == 2
@@ -51,7 +54,18 @@ def linear(x, W, bias=None):
         _validate(x, W, bias)
     if not x.is_contiguous():
         x = x.contiguous()
-    return (library._default or library.default()).linear(x, W, bias)
+    lib = library._default or library.default()
+    y = lib.linear(x, W, bias)
+    if lib._ext is not None and lib is library._default:
+        import torch
+        # From now on, the default library's calls take the short way.
+        _FAST[:] = [lib._ext.linear, torch.compiler.is_compiling]
+    return y
+
+
+# The compiled dispatcher's `linear` and torch's is_compiling, once the default library is
+# registered in the dispatcher.
+_FAST: list = [None, None]
 
 
 def python_linear(lib, x, W, bias=None):

@@ -139,7 +139,7 @@ class Library:
             return python_linear(self, x, W, bias)
         if self._ranged:
             self._register_range(x, W)
-        return _op()(x, W, bias)
+        return _op()(x, W, bias) if _compiling() else ext.linear(x, W, bias)
 
     def _register_range(self, x, W) -> None:
         N, K = W.shape
@@ -202,7 +202,7 @@ class Library:
             if ext is not None:
                 if self._ranged:
                     self._register_range(A, B)
-                return _op()(A, B, None)
+                return _op()(A, B, None) if _compiling() else ext.linear(A, B, None)
         M, K = ops.shape(A)
         N, K2 = ops.shape(B)
         if K2 != K:
@@ -242,3 +242,15 @@ def _op():
         import torch
         _OP = torch.ops.cudal2.linear.default
     return _OP
+
+
+_IS_COMPILING: Any = None
+
+
+def _compiling() -> bool:
+    """Inside torch.compile's tracing: call the op (traceable), not the builtin (a graph break)."""
+    global _IS_COMPILING
+    if _IS_COMPILING is None:
+        import torch
+        _IS_COMPILING = torch.compiler.is_compiling
+    return _IS_COMPILING()
