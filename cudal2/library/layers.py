@@ -39,33 +39,48 @@ def _validate(x, W, bias) -> None:
 
 
 def linear(x, W, bias=None):
-    """F.linear(x, W, bias) through the default library. The common case (fp16 CUDA tensors of
-    matching shapes, the compiled dispatcher in use) is a few attribute reads and one C++ call."""
-    fast = _FAST[0]
-    if fast is not None and x.dtype is _FP16 and W.dtype is _FP16 and x.is_cuda and not _FAST[1]():
-        return fast(x, W, bias)   # the dispatcher checks the rest; anything else there goes to F.linear
+    """F.linear(x, W, bias) through the default library. The common case (fp16 CUDA tensors, the
+    compiled dispatcher in use) is a few attribute reads and a set lookup, then one C++ call (a
+    served shape) or F.linear itself (any other: the vendor at no extra dispatch)."""
+    s = _SHORT[0]
+    if s is not None and x.dtype is _FP16 and W.dtype is _FP16 and x.is_cuda and not s.compiling():
+        K = W.shape[1]
+        if bias is None and x.shape[-1] == K and (x.numel() // K, W.shape[0], K) in s.keys:
+            return s.call(x, W, None)
+        if not s.ranged or (W.shape[0], K) not in s.ranged:
+            why = "no_entry" if bias is None else "bias"
+            s.fallbacks[why] = s.fallbacks.get(why, 0) + 1
+            return s.vendor(x, W, bias)
     from cudal2 import library
     try:
-        fast = (x.is_cuda and x.dtype is _fp16() and W.dtype is _fp16() and W.dim() == 2
-                and x.dim() >= 1 and x.shape[-1] == W.shape[1] and (bias is None or bias.dim() == 1))
+        ok = (x.is_cuda and x.dtype is _fp16() and W.dtype is _fp16() and W.dim() == 2
+              and x.dim() >= 1 and x.shape[-1] == W.shape[1] and (bias is None or bias.dim() == 1))
     except AttributeError:
-        fast = False
-    if not fast:
+        ok = False
+    if not ok:
         _validate(x, W, bias)
     if not x.is_contiguous():
         x = x.contiguous()
     lib = library._default or library.default()
     y = lib.linear(x, W, bias)
-    if lib._ext is not None and lib is library._default:
-        import torch
-        # From now on, the default library's calls take the short way.
-        _FAST[:] = [lib._ext.linear, torch.compiler.is_compiling]
+    if lib._ext is not None and lib is library._default and (s is None or s.lib is not lib):
+        _SHORT[0] = _Short(lib)   # from now on, the default library's calls take the short way
     return y
 
 
-# The compiled dispatcher's `linear` and torch's is_compiling, once the default library is
-# registered in the dispatcher.
-_FAST: list = [None, None]
+class _Short:
+    """What `linear`'s short way reads: the shapes registered in the compiled dispatcher (a live
+    view: M-range registrations add to it), the (N, K) of M-range entries (those go the long way,
+    which registers them), the dispatcher's `linear`, F.linear, and the library's fallback counts."""
+
+    def __init__(self, lib):
+        import torch
+        self.lib, self.keys, self.ranged, self.fallbacks = lib, lib._registered, lib._ranged, lib._fallbacks
+        self.call, self.vendor = lib._ext.linear, torch.nn.functional.linear
+        self.compiling = torch.compiler.is_compiling
+
+
+_SHORT: list = [None]
 
 
 def python_linear(lib, x, W, bias=None):

@@ -1,0 +1,121 @@
+"""A Llama decoder layer with and without `cudal2.patch`, on the GPU machine, fresh process.
+
+  python eval/decoder_layer.py --config eval/models/llama3_8b.json --m 16,2048 --out FILE.json
+
+The layer is built from the config's sizes with random fp16 weights (no downloads): RMSNorm,
+q/k/v/o projections with grouped-query attention (torch's SDPA, causal), RMSNorm, and the SwiGLU
+MLP (gate, up, down); RoPE is left out (it is not a GEMM and is the same on both sides). For each
+M (tokens in the batch) the forward pass is timed eager (back-to-back) and as a CUDA graph
+replay, in paired rounds (unpatched, patched alternating; median of per-round ratios), under
+torch.inference_mode. The library's hits per entry are recorded, so the figures say whether any
+library kernel ran. Nothing is asserted: a measurement for eval/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+import cudal2
+
+
+class Block(torch.nn.Module):
+    def __init__(self, c: dict):
+        super().__init__()
+        h, i = c["hidden_size"], c["intermediate_size"]
+        self.heads, self.kv = c["num_attention_heads"], c.get("num_key_value_heads", c["num_attention_heads"])
+        self.hd = h // self.heads
+        lin = lambda a, b: torch.nn.Linear(a, b, bias=False)  # noqa: E731
+        self.q, self.k, self.v, self.o = lin(h, h), lin(h, self.kv * self.hd), lin(h, self.kv * self.hd), lin(h, h)
+        self.gate, self.up, self.down = lin(h, i), lin(h, i), lin(i, h)
+        self.n1, self.n2 = torch.nn.RMSNorm(h, eps=c["rms_norm_eps"]), torch.nn.RMSNorm(h, eps=c["rms_norm_eps"])
+
+    def forward(self, x):  # x: (batch, seq, hidden)
+        b, s, _ = x.shape
+        y = self.n1(x)
+        q = self.q(y).view(b, s, self.heads, self.hd).transpose(1, 2)
+        k = self.k(y).view(b, s, self.kv, self.hd).transpose(1, 2)
+        v = self.v(y).view(b, s, self.kv, self.hd).transpose(1, 2)
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        x = x + self.o(a.transpose(1, 2).reshape(b, s, -1))
+        y = self.n2(x)
+        return x + self.down(F.silu(self.gate(y)) * self.up(y))
+
+
+def timed(f, rounds: int = 15, calls: int = 10) -> list[float]:
+    out = []
+    for _ in range(rounds):
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        e0.record()
+        for _ in range(calls):
+            f()
+        e1.record()
+        e1.synchronize()
+        out.append(e0.elapsed_time(e1) / calls * 1e3)
+    return out
+
+
+def graph_of(f):
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        f()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        f()
+    return g.replay
+
+
+def main(config: Path, ms: list[int], out: Path) -> None:
+    c = json.loads(config.read_text())
+    block = Block(c).cuda().half()
+    rows = []
+    lib = cudal2.library.default()
+    with torch.inference_mode():
+        for M in ms:
+            x = torch.randn(1, M, c["hidden_size"], device="cuda", dtype=torch.float16)
+            row = {"M": M}
+            for mode in ("eager", "graph"):
+                cudal2.unpatch(block)
+                plain = (lambda: block(x)) if mode == "eager" else graph_of(lambda: block(x))
+                want = block(x)
+                cudal2.patch(block)
+                before = sum(lib.stats()["hits"].values())
+                got = block(x)
+                patched = (lambda: block(x)) if mode == "eager" else graph_of(lambda: block(x))
+                row[f"{mode}_kernel_calls"] = sum(lib.stats()["hits"].values()) - before
+                row["max_abs_diff"] = float((got.float() - want.float()).abs().max())
+                ratios, tp, tq = [], [], []
+                for r in range(9):   # paired rounds, the order alternating
+                    if r % 2 == 0:
+                        a = timed(plain, 3)
+                        b = timed(patched, 3)
+                    else:
+                        b = timed(patched, 3)
+                        a = timed(plain, 3)
+                    tp += a
+                    tq += b
+                    ratios.append(statistics.median(a) / statistics.median(b))
+                row[f"{mode}_unpatched_us"] = statistics.median(tp)
+                row[f"{mode}_patched_us"] = statistics.median(tq)
+                row[f"{mode}_speedup"] = statistics.median(ratios)
+            cudal2.unpatch(block)
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    result = {"config": str(config), "rows": rows, "stats": lib.stats(), "served": len(lib.served)}
+    out.write_text(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--config", type=Path, required=True)
+    ap.add_argument("--m", default="16,2048")
+    ap.add_argument("--out", type=Path, required=True)
+    a = ap.parse_args()
+    main(a.config, [int(v) for v in a.m.split(",")], a.out)
