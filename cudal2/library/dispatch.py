@@ -7,7 +7,7 @@ Guarantees:
   time) into the cache folder, keyed by the torch version, its CUDA version and the source's
   hash; it is never run on a call path;
 - `load()` imports an already-built dispatcher (registering `torch.ops.cudal2.linear`) or returns
-  None, fast: it never compiles;
+  None, fast: it never compiles; one per process;
 - `register(ext, entry_id, module, M, N, K)` resolves a v2 entry's launch spec for its shape
   (which also raises the kernels' shared-memory limits) and hands the function handles and
   launch records to the dispatcher's table.
@@ -83,11 +83,13 @@ def build() -> Path:
 
 
 def load():
-    """The built dispatcher module, imported once per process; None when it is not built."""
+    """The built dispatcher module, imported once per process; None when it is not built. Once one
+    is imported, it is the process's (it owns the `cudal2` op namespace): later calls return it,
+    whatever the cache folder says now."""
+    if _loaded:
+        return next(iter(_loaded.values()))
     path = built_path()
     key = str(path)
-    if key in _loaded:
-        return _loaded[key]
     if not path.exists():
         return None
     import torch  # noqa: F401  (its libraries first: the module links them)

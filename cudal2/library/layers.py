@@ -7,7 +7,10 @@ Guarantees:
   the call is one `torch.ops.cudal2.linear` (the compiled dispatcher, `cudal2 library build`) or,
   without it, `torch.ops.cudal2.hgemm` (Python dispatch): `torch.compile` traces either and CUDA
   graphs capture either; wrong inputs raise the library's one-line `InputError`;
-- `patch(model)` returns how many layers it routed: every `nn.Linear` whose weight is fp16. A
+- `patch(model)` returns how many layers it routed: every `nn.Linear` whose weight is fp16 and
+  whose (out, in) features the library serves at some M (on a machine without a library, every
+  fp16 layer: they keep their own forward for host inputs anyway); the others stay untouched, so
+  patching never adds a cost where no library kernel can run. A
   patched layer sends fp16 CUDA inputs through `linear` when no gradient is wanted (inference:
   `torch.no_grad()` or `torch.inference_mode()`), and anything else (a CPU input, another dtype,
   training) to its own forward, unchanged; `unpatch(model)` restores every layer and returns how many.
@@ -116,11 +119,23 @@ def _forward(self, x):
     return type(self).forward(self, x)
 
 
+def _served_nk():
+    """(N, K) of the default library's served entries; None when no library loads here (no GPU)."""
+    from cudal2 import library
+    try:
+        lib = library._default or library.default()
+    except library.LibraryError:
+        return None
+    return {(e.N, e.K) for e in lib.served}
+
+
 def patch(model) -> int:
     import torch
+    nk = _served_nk()
     n = 0
     for m in model.modules():
-        if isinstance(m, torch.nn.Linear) and m.weight.dtype == torch.float16 and _MARK not in m.__dict__:
+        if (isinstance(m, torch.nn.Linear) and m.weight.dtype == torch.float16 and _MARK not in m.__dict__
+                and (nk is None or tuple(m.weight.shape) in nk)):   # a layer nothing serves costs nothing
             m.forward = _forward.__get__(m)
             setattr(m, _MARK, True)
             n += 1
