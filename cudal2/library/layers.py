@@ -48,9 +48,10 @@ def linear(x, W, bias=None):
     s = _SHORT[0]
     if s is not None and x.dtype is _FP16 and W.dtype is _FP16 and x.is_cuda and not s.compiling():
         K = W.shape[1]
-        if bias is None and x.shape[-1] == K and (x.numel() // K, W.shape[0], K) in s.keys:
+        key = (x.numel() // K, W.shape[0], K)
+        if bias is None and x.shape[-1] == K and key in s.keys:
             return s.call(x, W, None)
-        if not s.ranged or (W.shape[0], K) not in s.ranged:
+        if bias is not None or (key not in s.pending and (W.shape[0], K) not in s.ranged):
             why = "no_entry" if bias is None else "bias"
             s.fallbacks[why] = s.fallbacks.get(why, 0) + 1
             return s.vendor(x, W, bias)
@@ -72,13 +73,15 @@ def linear(x, W, bias=None):
 
 
 class _Short:
-    """What `linear`'s short way reads: the shapes registered in the compiled dispatcher (a live
-    view: M-range registrations add to it), the (N, K) of M-range entries (those go the long way,
-    which registers them), the dispatcher's `linear`, F.linear, and the library's fallback counts."""
+    """What `linear`'s short way reads: the shapes registered in the compiled dispatcher and those
+    served but not yet registered (live views: the long way registers them on their first call),
+    the (N, K) of M-range entries (the long way too), the dispatcher's `linear`, F.linear, and the
+    library's fallback counts."""
 
     def __init__(self, lib):
         import torch
-        self.lib, self.keys, self.ranged, self.fallbacks = lib, lib._registered, lib._ranged, lib._fallbacks
+        self.lib, self.keys, self.pending, self.ranged = lib, lib._registered, lib._pending, lib._ranged
+        self.fallbacks = lib._fallbacks
         self.call, self.vendor = lib._ext.linear, torch.nn.functional.linear
         self.compiling = torch.compiler.is_compiling
 

@@ -14,9 +14,9 @@ Guarantees:
 - the call enqueues on the caller's current stream (torch's or cupy's) with no host
   synchronization; the workspace comes from the caller's framework allocator;
 - with torch and the compiled dispatcher built (`cudal2 library build`), torch calls run in C++
-  (`torch.ops.cudal2.linear`): `compiled()` loads every served v2 entry once, hash-checked, and
-  registers it there (an M-range entry per M, on the first call at that M); the dispatcher counts
-  hits and fallbacks, merged into `stats()`. Without it, the same dispatch runs in Python;
+  (`torch.ops.cudal2.linear`): a served v2 entry is loaded (hash-checked) and registered there on
+  the first call at its shape (an M-range entry per M); the dispatcher counts hits and
+  fallbacks, merged into `stats()`. Without it, the same dispatch runs in Python;
 - a kernel that fails (non-zero status, a build or hash failure) is disabled for the process with
   a warning, and the call falls back to the vendor GEMM.
 
@@ -60,6 +60,9 @@ class Library:
         self._ext: Any = None            # the compiled dispatcher, once this library is registered in it
         self._ranged = {(e.N, e.K) for e in self.served if e.m_range is not None}
         self._registered: set[tuple[int, int, int]] = set()
+        # Served exact shapes not yet in the dispatcher: each is loaded on its first call, so a
+        # first call pays for one binary, not for all of them.
+        self._pending = {(e.M, e.N, e.K): e for e in self.served if e.m_range is None}
 
     # --- what is in it -----------------------------------------------------------------------
     @property
@@ -115,9 +118,6 @@ class Library:
         ext.clear()
         _Active.library = self
         self._ext = ext
-        for e in self.served:
-            if e.m_range is None:
-                self._register(e, e.M)
         return ext
 
     def _register(self, e: Entry, M: int) -> None:
@@ -127,6 +127,7 @@ class Library:
         try:
             dispatch.register(self._ext, e.id, self._candidate(e), M, e.N, e.K)
             self._registered.add((M, e.N, e.K))
+            self._pending.pop((M, e.N, e.K), None)
         except Exception as err:  # noqa: BLE001  a broken entry costs itself, never the caller
             self._disable(e, str(err))
 
@@ -137,18 +138,23 @@ class Library:
         if ext is None:
             from cudal2.library.layers import python_linear
             return python_linear(self, x, W, bias)
-        if self._ranged:
-            self._register_range(x, W)
+        self._register_for(x, W)
         return _op()(x, W, bias) if _compiling() else ext.linear(x, W, bias)
 
-    def _register_range(self, x, W) -> None:
+    def _register_for(self, x, W) -> None:
+        """Load and register the entry that serves this call's shape, if it is not in yet."""
         N, K = W.shape
-        if (N, K) in self._ranged and K:
-            M = x.numel() // K
-            if (M, N, K) not in self._registered:
-                e = self.lookup(M, N, K)
-                if e is not None and e.m_range is not None:
-                    self._register(e, M)
+        if not K:
+            return
+        key = (x.numel() // K, N, K)
+        if key in self._registered:
+            return
+        if key in self._pending:
+            self._register(self._pending.pop(key), key[0])
+        elif (N, K) in self._ranged:
+            e = self.lookup(*key)
+            if e is not None and e.m_range is not None:
+                self._register(e, key[0])
 
     def _fallback(self, why: str, ops, A, B):
         self._fallbacks[why] = self._fallbacks.get(why, 0) + 1
@@ -200,8 +206,7 @@ class Library:
         if ops.is_torch and A.shape[1] == B.shape[1]:
             ext = self._ext if _Active.library is self else self.compiled()
             if ext is not None:
-                if self._ranged:
-                    self._register_range(A, B)
+                self._register_for(A, B)
                 return _op()(A, B, None) if _compiling() else ext.linear(A, B, None)
         M, K = ops.shape(A)
         N, K2 = ops.shape(B)
