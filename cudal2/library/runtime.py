@@ -165,8 +165,6 @@ class Library:
         with self._lock:
             if e.id in self._loaded:
                 return self._loaded[e.id]
-            from cudal2.harness.build import build, nvcc_version
-            from cudal2.harness.loader import load_artifact
             if e.binary is not None:  # shipped: the bytes the manifest pins, loaded as the worker loads them
                 from cudal2.harness.module import Module
                 from cudal2.harness.launch import LaunchSpec
@@ -176,6 +174,8 @@ class Library:
                 cand = Module(data, LaunchSpec.from_dict(e.spec))
                 self._loaded[e.id] = cand
                 return cand
+            from cudal2.harness.build import build, nvcc_version   # v1 only: a compiler on this machine
+            from cudal2.harness.loader import load_artifact
             source = (self.folder / e.source).read_text()
             cfg = dataclasses.replace(self.build_cfg, flags=list(e.build.get("flags", self.build_cfg.flags)),
                                       archs=list(e.build.get("archs", self.build_cfg.archs)))
