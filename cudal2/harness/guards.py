@@ -342,8 +342,10 @@ class Scrubber:
         key = new_key()
         grid = (4 * self.sms,)
         self.shared(grid, (1024,), (key, np.int32(self.smem // 8)), shared_mem=self.smem)
-        self.local((8 * self.sms,), (1024,), (key, np.uint64(0)))
-        self.regs((8 * self.sms,), (1024,), (key, np.uint64(0)))
+        # One full wave each: two 1024-thread blocks per SM hold every thread slot (and so every
+        # local-memory slot and the whole register file) once; more waves only repeat the writes.
+        self.local((2 * self.sms,), (1024,), (key, np.uint64(0)))
+        self.regs((2 * self.sms,), (1024,), (key, np.uint64(0)))
 
 
 _scrubber: Scrubber | None = None
