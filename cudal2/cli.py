@@ -316,6 +316,59 @@ def library_bench(root: Optional[Path] = LibOpt, arch: Optional[str] = ArchOpt, 
                   "in every mode and are served")
 
 
+train_app = typer.Typer(help="GRPO fine-tuning of the kernel writer with TRL, rewarded by the judge.")
+app.add_typer(train_app, name="train")
+
+
+@train_app.callback(invoke_without_command=True)
+def train(ctx: typer.Context,
+          stage: str = typer.Option("matmul", help="sft (warm start on verified kernels), matmul (GRPO on HGEMM "
+                                    "shapes) or general (not built yet)."),
+          model: Optional[str] = typer.Option(None, help="A Hugging Face model name or local folder."),
+          steps: int = typer.Option(30, min=1, help="Optimizer steps."),
+          output: Path = typer.Option(Path("runs/train"), help="Checkpoints, metrics.jsonl and the final model."),
+          resume: bool = typer.Option(False, help="Continue from the latest checkpoint in --output."),
+          trace: Optional[Path] = typer.Option(None, help="sft: a generate trace (JSON lines) to add verified "
+                                               "completions from."),
+          config: Optional[Path] = ConfigOpt) -> None:
+    """Train: `cudal2 train --stage sft|matmul --model NAME_OR_PATH [--steps N] [--output DIR] [--resume]`."""
+    if ctx.invoked_subcommand:
+        return
+    if stage not in ("sft", "matmul", "general"):
+        fail(f"--stage {stage!r}: choose sft, matmul or general")
+    if stage == "general":
+        fail("--stage general: the non-GEMM task suite is not built yet (see issue 11's closing note)")
+    if not model:
+        fail("--model: name a Hugging Face model or a local folder (e.g. Qwen/Qwen2.5-Coder-7B-Instruct)")
+    try:
+        import trl  # noqa: F401
+    except ImportError:
+        fail("training needs the train extra: pip install -e '.[train]'")
+    cfg = load_config(config)
+    from cudal2.rl import train as T
+    if resume and T.last_checkpoint(output) is None:
+        fail(f"--resume: no checkpoint in {output}")
+    if model.startswith(("/", ".", "~")) and not Path(model).expanduser().is_dir():
+        fail(f"--model {model}: no such folder")
+    run = T.sft if stage == "sft" else T.grpo
+    kw = {"trace": trace} if stage == "sft" else {}
+    try:
+        run(cfg, str(Path(model).expanduser()) if Path(model).expanduser().is_dir() else model, steps, output,
+            resume=resume, **kw)
+    except OSError as e:   # a hub name that cannot be fetched here, a folder that is not a model
+        fail(f"--model {model}: cannot load it ({str(e).splitlines()[0][:200]})")
+    out.print(f"done: {output / 'final'}; metrics in {output / 'metrics.jsonl'} (plot: cudal2 train plot --output {output})")
+
+
+@train_app.command("plot")
+def train_plot(output: Path = typer.Option(Path("runs/train"), help="A training run's folder.")) -> None:
+    """Draw the reward curve and the compiled/verified fractions of a run into <output>/reward.png."""
+    if not (output / "metrics.jsonl").exists():
+        fail(f"no metrics.jsonl in {output}")
+    from cudal2.rl.train import plot
+    out.print(f"wrote {plot(output)}")
+
+
 def main() -> None:
     app()
 

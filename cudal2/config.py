@@ -146,6 +146,27 @@ class LibraryConfig:
 
 
 @dataclass
+class TrainConfig:
+    floor: float = _f(0.0, "Reward of every failure: a parse, policy or build error, any failed check, a detected "
+                           "cheat (sanity) or a candidate fault (hang, crash, illegal address).")
+    verified: float = _f(0.2, "Reward of a verified kernel at speedup 0 (the gate: only verified kernels earn more "
+                              "than the floor; compiling alone earns nothing).", ge=0)
+    speedup_cap: float = _f(2.0, "The speedup term is min(speedup, cap) / cap: a verified kernel earns at most "
+                                 "verified + (1 - verified) at this speedup over the vendor, and no more.", gt=0)
+    ncu_weight: float = _f(0.0, "Weight of the optional Nsight Compute term (tensor-pipe utilization, in [0, 1]); "
+                                "0 skips profiling.", ge=0, le=1)
+    holdout_fraction: float = _f(0.1, "Shapes of the 1000-shape grid held out of training (chosen by a hash of the "
+                                      "shape, the same on every machine).", ge=0, le=0.9)
+    num_generations: int = _f(4, "Completions per prompt (a GRPO group).", ge=2)
+    batch_prompts: int = _f(1, "Prompts per step.", ge=1)
+    max_completion_length: int = _f(2048, "Tokens per completion.", ge=8)
+    learning_rate: float = _f(1e-5, "AdamW learning rate.", gt=0)
+    lora_r: int = _f(0, "LoRA rank (peft); 0 trains every weight (small models only).", ge=0)
+    save_steps: int = _f(10, "Checkpoint every this many steps (resume picks up the latest).", ge=1)
+    use_vllm: bool = _f(False, "Generate with vLLM (colocated) when it is installed.")
+
+
+@dataclass
 class Config:
     build: BuildConfig = field(default_factory=BuildConfig)
     verify: VerifyConfig = field(default_factory=VerifyConfig)
@@ -154,6 +175,7 @@ class Config:
     search: SearchConfig = field(default_factory=SearchConfig)
     llm: LLMConfig = field(default_factory=LLMConfig)
     library: LibraryConfig = field(default_factory=LibraryConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
 
     @classmethod
     def load(cls, path: str | os.PathLike | None = None, **overrides: dict[str, Any]) -> "Config":

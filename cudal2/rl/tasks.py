@@ -1,0 +1,64 @@
+"""Training tasks: one `Task` type, and the matmul stage's shapes split into train and held out.
+
+Guarantees:
+- a `Task` names its stage, its problem and its split; the matmul stage's tasks are the
+  1000-shape grid (each of M, N, K in the grid's values), and `split` puts a shape in "heldout"
+  by a hash of the shape alone, so every machine and every run agrees, with `holdout_fraction`
+  of the grid held out;
+- `prompt(task, ...)` is the prompt `cudal2 generate` sends for the shape with nothing known yet
+  (the LLM proposer's own builder: the same retrieval, contract and template; one code path).
+
+Does not: judge (see `service.py`). The general stage (non-GEMM tasks) is not built yet.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from cudal2.problem import Problem
+
+GRID = Path(__file__).resolve().parent / "data" / "grid1000.json"
+# Used for prompts where no GPU can be probed (a CPU machine preparing or testing a run): the
+# H100 SXM the project measures on.
+H100_SXM = {"name": "NVIDIA H100 80GB HBM3", "sm_count": 132, "l2_bytes": 50 * 2**20, "smem_per_block_optin": 232448,
+            "max_sm_clock_mhz": 1980, "peak_flops": 989.4e12, "peak_bytes_per_s": 3.35e12, "cc": [9, 0]}
+
+
+@dataclass(frozen=True)
+class Task:
+    id: str
+    stage: str          # "matmul" (the general stage is not built yet)
+    problem: Problem
+    split: str          # "train" or "heldout"
+
+
+def split(p: Problem, holdout_fraction: float) -> str:
+    h = int(hashlib.sha256(f"{p.M}x{p.N}x{p.K}".encode()).hexdigest()[:8], 16) / 16**8
+    return "heldout" if h < holdout_fraction else "train"
+
+
+def matmul_tasks(holdout_fraction: float) -> list[Task]:
+    values = json.loads(GRID.read_text())["values"]
+    out = []
+    for M, N, K in itertools.product(values, repeat=3):
+        p = Problem(M, N, K)
+        out.append(Task(f"matmul-{M}x{N}x{K}", "matmul", p, split(p, holdout_fraction)))
+    return out
+
+
+def prompt(task: Task, cfg, device: dict | None = None, retriever=None) -> list[dict[str, str]]:
+    """The chat messages `generate` would send for this task's shape with no history."""
+    import tempfile
+
+    from cudal2.harness.store import Store
+    from cudal2.search.llm_proposer import LLMProposer
+    from cudal2.search.population import Population
+    d = device or H100_SXM
+    tmp = tempfile.mkdtemp()
+    lp = LLMProposer(None, cfg, Store(f"{tmp}/s.sqlite"), d["name"], d, retriever)
+    msgs, _, _ = lp.messages(task.problem, Population(f"{tmp}/p.sqlite"), None)
+    return msgs

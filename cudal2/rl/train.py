@@ -1,0 +1,167 @@
+"""`cudal2 train`: warm start by rejection fine-tuning (stage sft), then GRPO with judge rewards
+(stage matmul), with TRL.
+
+Guarantees:
+- prompts are `generate`'s own (`tasks.prompt`), over the training split of the matmul tasks in
+  a fixed order; the held-out split is never trained on;
+- `grpo` runs TRL's GRPOTrainer with the judge's reward (`trl_reward.make_reward` over a
+  `RewardService`), LoRA (peft) when `[train] lora_r` > 0, vLLM generation when asked and
+  installed; a checkpoint every `save_steps`, and `resume` continues from the latest one;
+- `sft` fine-tunes on (prompt, verified kernel) pairs: contract v2 renders of the sm80 family
+  for training shapes (verified by construction of the family, re-judged in `generate`), and the
+  completions the `generate` trace recorded as verified;
+- every logged step is appended to `<output>/metrics.jsonl` (TRL's reward mean and std, the
+  fractions compiled and verified, the best speedup, the zero-spread group fraction);
+  `plot` draws the reward curve from it.
+
+Does not: pick hyper-parameters for a real model beyond `[train]` (see the README's commands).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+from cudal2.config import Config
+from cudal2.rl.tasks import Task, matmul_tasks, prompt
+
+STAGES = ("sft", "matmul", "general")
+
+
+def train_tasks(cfg: Config, n: int, seed: int = 0) -> list[Task]:
+    tasks = [t for t in matmul_tasks(cfg.train.holdout_fraction) if t.split == "train"]
+    random.Random(seed).shuffle(tasks)
+    return [tasks[i % len(tasks)] for i in range(n)]
+
+
+def _rows(cfg: Config, tasks: list[Task], device: dict | None, retriever) -> list[dict]:
+    return [{"prompt": prompt(t, cfg, device, retriever), "task_id": t.id,
+             "M": t.problem.M, "N": t.problem.N, "K": t.problem.K} for t in tasks]
+
+
+def _metrics_callback(path: Path):
+    from transformers import TrainerCallback
+
+    class Metrics(TrainerCallback):
+        def on_log(self, args, state, control, logs=None, **kw):
+            if logs and state.is_world_process_zero:
+                with path.open("a") as f:
+                    f.write(json.dumps({"step": state.global_step, **logs}) + "\n")
+
+    return Metrics()
+
+
+def last_checkpoint(output: Path) -> str | None:
+    from transformers.trainer_utils import get_last_checkpoint
+    return get_last_checkpoint(str(output)) if output.is_dir() else None
+
+
+def _common_args(cfg: Config, output: Path, steps: int) -> dict:
+    import torch
+    cuda = torch.cuda.is_available()
+    return dict(output_dir=str(output), max_steps=steps, learning_rate=cfg.train.learning_rate, logging_steps=1,
+                save_steps=cfg.train.save_steps, report_to=[], use_cpu=not cuda,
+                bf16=cuda and torch.cuda.is_bf16_supported(), gradient_checkpointing=False, seed=0)
+
+
+def grpo(cfg: Config, model: str, steps: int, output: Path, resume: bool = False, device: dict | None = None,
+         retriever=None, service=None):
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+
+    from cudal2.rl.service import RewardService
+    from cudal2.rl.trl_reward import make_reward
+    T = cfg.train
+    output.mkdir(parents=True, exist_ok=True)
+    ds = Dataset.from_list(_rows(cfg, train_tasks(cfg, max(1, steps * T.batch_prompts)), device, retriever))
+    args = GRPOConfig(**_common_args(cfg, output, steps), num_generations=T.num_generations,
+                      per_device_train_batch_size=T.num_generations * T.batch_prompts,
+                      max_completion_length=T.max_completion_length,
+                      # A model that never emits EOS early in training would have every completion masked.
+                      mask_truncated_completions=False, use_vllm=T.use_vllm and _has_vllm(), log_completions=False)
+    peft = None
+    if T.lora_r:
+        from peft import LoraConfig
+        peft = LoraConfig(r=T.lora_r, lora_alpha=2 * T.lora_r, target_modules="all-linear", task_type="CAUSAL_LM")
+    service = service or RewardService(cfg)
+    trainer = GRPOTrainer(model=model, reward_funcs=[make_reward(service)], args=args, train_dataset=ds,
+                          peft_config=peft, callbacks=[_metrics_callback(output / "metrics.jsonl")])
+    try:
+        trainer.train(resume_from_checkpoint=last_checkpoint(output) if resume else None)
+        trainer.save_model(str(output / "final"))
+    finally:
+        service.close()
+    return trainer
+
+
+def sft_rows(cfg: Config, n: int, trace: Path | None = None) -> list[dict]:
+    """(prompt, completion) pairs of verified kernels: sm80 v2 renders for training shapes, then
+    the verified completions of a `generate` trace (JSON lines with prompt, completion, ok)."""
+    from cudal2.kernels.family import Limits, get_family
+    fam = get_family("sm80")
+    rows = []
+    for t in train_tasks(cfg, 4 * n, seed=1):
+        pts = fam.valid_points(t.problem, Limits())
+        if pts:
+            best = max(pts, key=lambda x: fam.prior(x, t.problem, Limits()))
+            src = fam.render(best, t.problem)
+            rows.append({"prompt": prompt(t, cfg), "completion": [{"role": "assistant",
+                                                                   "content": f"```cuda\n{src}\n```"}]})
+        if len(rows) >= n:
+            break
+    if trace and trace.exists():
+        for line in trace.read_text().splitlines():
+            r = json.loads(line)
+            if r.get("ok") and r.get("prompt") and r.get("completion"):
+                rows.append({"prompt": r["prompt"], "completion": [{"role": "assistant", "content": r["completion"]}]})
+    return rows
+
+
+def sft(cfg: Config, model: str, steps: int, output: Path, resume: bool = False, trace: Path | None = None):
+    from datasets import Dataset
+    from trl import SFTConfig, SFTTrainer
+    output.mkdir(parents=True, exist_ok=True)
+    ds = Dataset.from_list(sft_rows(cfg, max(8, steps * 2), trace))
+    args = SFTConfig(**_common_args(cfg, output, steps), per_device_train_batch_size=2,
+                     max_length=cfg.train.max_completion_length + 4096)
+    trainer = SFTTrainer(model=model, args=args, train_dataset=ds,
+                         callbacks=[_metrics_callback(output / "metrics.jsonl")])
+    trainer.train(resume_from_checkpoint=last_checkpoint(output) if resume else None)
+    trainer.save_model(str(output / "final"))
+    return trainer
+
+
+def _has_vllm() -> bool:
+    try:
+        import vllm  # noqa: F401
+        return True
+    except ImportError:
+        return False
+
+
+def plot(output: Path) -> Path:
+    """The reward curve (mean, with the std band) and the compiled and verified fractions, per step."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    rows = [json.loads(x) for x in (output / "metrics.jsonl").read_text().splitlines() if x.strip()]
+    rows = [r for r in rows if "reward" in r]
+    steps = [r["step"] for r in rows]
+    fig, (a, b) = plt.subplots(2, 1, figsize=(7, 6), sharex=True)
+    mean = [r["reward"] for r in rows]
+    std = [r.get("reward_std", 0.0) for r in rows]
+    a.plot(steps, mean, label="reward mean")
+    a.fill_between(steps, [m - s for m, s in zip(mean, std)], [m + s for m, s in zip(mean, std)], alpha=0.2)
+    a.set_ylabel("reward")
+    a.legend()
+    for key, label in (("cudal2/compiled", "compiled"), ("cudal2/verified", "verified"),
+                       ("cudal2/zero_spread_groups", "zero-spread groups")):
+        b.plot(steps, [r.get(key, float("nan")) for r in rows], label=label)
+    b.set_xlabel("step")
+    b.set_ylabel("fraction")
+    b.legend()
+    out = output / "reward.png"
+    fig.tight_layout()
+    fig.savefig(out, dpi=100)
+    return out

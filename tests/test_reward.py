@@ -1,0 +1,52 @@
+"""Reward shaping: every failure stage and every cheat gets the floor, compiling alone earns
+nothing, the speedup term is clipped, infrastructure faults give None."""
+
+import pytest
+
+from cudal2.config import TrainConfig
+from cudal2.result import EvalResult, Fault, Stage
+from cudal2.rl.reward import from_result, shape
+
+CFG = TrainConfig()
+
+
+@pytest.mark.parametrize("stage", [s.value for s in Stage if s is not Stage.DONE])
+def test_each_failure_stage_gets_the_floor(stage):
+    assert shape(CFG, stage, ok=False).reward == CFG.floor
+
+
+def test_a_detected_cheat_gets_the_floor_whatever_its_time():
+    r = EvalResult("x", "h", 64, 64, 64).fail(Stage.SANITY, "faster than the physical floor")
+    r.speedup = {"offline": {"vendor_default": 50.0}}
+    assert from_result(CFG, r).reward == CFG.floor
+
+
+def test_a_fault_of_the_candidate_gets_the_floor():
+    r = EvalResult("x", "h", 64, 64, 64).fail(Stage.TIMING, "hang", Fault.HANG)
+    assert from_result(CFG, r).reward == CFG.floor
+
+
+def test_compiling_alone_earns_nothing_more_than_the_floor():
+    p = shape(CFG, Stage.EXACT.value, ok=False)
+    assert p.compiled and p.reward == CFG.floor
+
+
+def test_the_speedup_term_is_clipped():
+    top = shape(CFG, "done", ok=True, speedup=CFG.speedup_cap).reward
+    assert shape(CFG, "done", ok=True, speedup=100.0).reward == top == pytest.approx(1.0)
+    assert CFG.floor < shape(CFG, "done", ok=True, speedup=0.5).reward < top
+
+
+def test_verified_earns_more_than_any_failure():
+    assert shape(CFG, "done", ok=True, speedup=0.01).reward > CFG.floor
+
+
+def test_an_infrastructure_fault_is_none_not_a_penalty():
+    r = EvalResult("x", "h", 64, 64, 64).fail(Stage.LOAD, "harness error: boom")
+    r.checks["harness_traceback"] = "Traceback..."
+    assert from_result(CFG, r).reward is None
+
+
+def test_the_ncu_term_is_bounded():
+    cfg = TrainConfig(ncu_weight=0.5)
+    assert shape(cfg, "done", ok=True, speedup=2.0, ncu=7.0).reward == pytest.approx(1.5)

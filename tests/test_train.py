@@ -1,0 +1,92 @@
+"""`cudal2 train` on the CPU with real components: a tiny offline model, TRL's GRPOTrainer, the
+real reward service (which stops at the build here, and says so), checkpoints and resume."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cudal2.config import Config
+from cudal2.problem import Problem
+from cudal2.rl.service import NO_GPU, RewardService
+from cudal2.rl.tasks import matmul_tasks
+
+from .conftest import KERNELS
+from .llm_fixtures import tiny_model
+
+pytest.importorskip("trl")
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    return tiny_model(tmp_path_factory.mktemp("tiny"))
+
+
+def cfg(tmp: Path, **train) -> Config:
+    return Config.load(build={"cache_dir": str(tmp / "cache")},
+                       train={"num_generations": 2, "max_completion_length": 12, "save_steps": 1, **train})
+
+
+def fenced(name: str) -> str:
+    return "```cuda\n" + (KERNELS / name).read_text() + "\n```"
+
+
+def test_the_reward_stops_at_the_build_on_a_cpu_and_says_so(tmp_path):
+    svc = RewardService(cfg(tmp_path), gpu=False)
+    p = Problem(64, 64, 64)
+    broken = fenced("good/naive_v2.cu").replace("acc = fmaf(", "acc = fmaf((")
+    parts = svc.score([fenced("good/naive_v2.cu"), fenced("good/naive_v2.cu"), broken, "no code here"], [p] * 4)
+    assert parts[0].reward is None and parts[0].reason == NO_GPU and parts[0].compiled
+    assert parts[1] is parts[0] and svc.judged == 2          # one build per distinct kernel
+    assert parts[2].reward == svc.cfg.train.floor and parts[2].stage == "build"
+    assert parts[3].reward == svc.cfg.train.floor and parts[3].stage == "parse"
+
+
+def test_the_held_out_split_is_fixed_by_the_shape():
+    a, b = matmul_tasks(0.1), matmul_tasks(0.1)
+    assert [t.split for t in a] == [t.split for t in b]
+    assert 50 < sum(t.split == "heldout" for t in a) < 150
+
+
+def test_two_grpo_steps_run_through_the_real_reward(tiny, tmp_path):
+    from cudal2.rl.train import grpo
+    out = tmp_path / "run"
+    grpo(cfg(tmp_path), tiny, steps=2, output=out, service=RewardService(cfg(tmp_path), gpu=False))
+    rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    steps = [r for r in rows if "reward" in r]
+    assert [r["step"] for r in steps] == [1, 2]
+    assert all("cudal2/compiled" in r and "cudal2/zero_spread_groups" in r for r in steps)
+    assert (out / "checkpoint-2").is_dir() and (out / "final").is_dir()
+
+
+def test_a_run_resumes_from_its_last_checkpoint(tiny, tmp_path):
+    from cudal2.rl.train import grpo
+    out = tmp_path / "run"
+    grpo(cfg(tmp_path), tiny, steps=1, output=out, service=RewardService(cfg(tmp_path), gpu=False))
+    t = grpo(cfg(tmp_path), tiny, steps=2, output=out, resume=True, service=RewardService(cfg(tmp_path), gpu=False))
+    assert t.state.global_step == 2
+    steps = [json.loads(x)["step"] for x in (out / "metrics.jsonl").read_text().splitlines() if "reward" in x]
+    assert steps == [1, 2]   # step 1 was not run again
+
+
+def test_sft_rows_are_verified_v2_renders(tmp_path):
+    from cudal2.rl.train import sft_rows
+    rows = sft_rows(cfg(tmp_path), 3)
+    assert len(rows) == 3 and all("cudal2-launch" in r["completion"][0]["content"] for r in rows)
+
+
+def test_train_cli_errors_are_one_line(tmp_path):
+    from typer.testing import CliRunner
+
+    from cudal2.cli import app
+    r = CliRunner().invoke(app, ["train", "--model", str(tmp_path / "nope"), "--output", str(tmp_path / "o")])
+    assert r.exit_code != 0 and "no such folder" in r.output
+    r = CliRunner().invoke(app, ["train", "--stage", "general", "--model", "x"])
+    assert r.exit_code != 0 and "not built yet" in r.output
+
+
+def test_plot_draws_the_reward_curve(tiny, tmp_path):
+    from cudal2.rl.train import grpo, plot
+    out = tmp_path / "run"
+    grpo(cfg(tmp_path), tiny, steps=2, output=out, service=RewardService(cfg(tmp_path), gpu=False))
+    assert plot(out).stat().st_size > 1000
