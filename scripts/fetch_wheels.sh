@@ -13,5 +13,6 @@ python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 -
 # The train extra (cudal2 train on the device): TRL and what it needs beyond the image.
 python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp "${plat[@]}" \
     -d .whl trl==1.16.0 peft==0.21.2 accelerate==1.15.0 datasets==5.2.0 transformers==5.23.0 tokenizers==0.23.3 \
-    safetensors huggingface-hub dill xxhash multiprocess regex fsspec hf-xet
+    safetensors huggingface-hub dill xxhash multiprocess regex fsspec hf-xet httpx2 httpcore2 truststore h11 anyio \
+    idna certifi click filelock tqdm pyyaml psutil
 ls -la .whl
