@@ -90,3 +90,12 @@ def test_plot_draws_the_reward_curve(tiny, tmp_path):
     out = tmp_path / "run"
     grpo(cfg(tmp_path), tiny, steps=2, output=out, service=RewardService(cfg(tmp_path), gpu=False))
     assert plot(out).stat().st_size > 1000
+
+
+def test_sft_trains_on_the_rendered_seeds(tiny, tmp_path):
+    from cudal2.rl.train import sft
+    out = tmp_path / "sft"
+    t = sft(cfg(tmp_path), tiny, steps=2, output=out)
+    assert t.state.global_step == 2 and (out / "final").is_dir()
+    losses = [json.loads(x)["loss"] for x in (out / "metrics.jsonl").read_text().splitlines() if '"loss"' in x]
+    assert len(losses) == 2 and all(v > 0 for v in losses)

@@ -123,8 +123,9 @@ def sft(cfg: Config, model: str, steps: int, output: Path, resume: bool = False,
     from trl import SFTConfig, SFTTrainer
     output.mkdir(parents=True, exist_ok=True)
     ds = Dataset.from_list(sft_rows(cfg, max(8, steps * 2), trace))
-    args = SFTConfig(**_common_args(cfg, output, steps), per_device_train_batch_size=2,
-                     max_length=cfg.train.max_completion_length + 4096)
+    # No truncation: generate's prompts are long (retrieval, contract), and a truncated example
+    # loses its completion, which is all the loss is computed on.
+    args = SFTConfig(**_common_args(cfg, output, steps), per_device_train_batch_size=2, max_length=None)
     trainer = SFTTrainer(model=model, args=args, train_dataset=ds,
                          callbacks=[_metrics_callback(output / "metrics.jsonl")])
     trainer.train(resume_from_checkpoint=last_checkpoint(output) if resume else None)
