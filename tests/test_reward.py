@@ -50,3 +50,11 @@ def test_an_infrastructure_fault_is_none_not_a_penalty():
 def test_the_ncu_term_is_bounded():
     cfg = TrainConfig(ncu_weight=0.5)
     assert shape(cfg, "done", ok=True, speedup=2.0, ncu=7.0).reward == pytest.approx(1.5)
+
+
+def test_the_ncu_term_reads_the_profilers_tensor_pipe_share():
+    r = EvalResult("x", "h", 64, 64, 64)
+    r.ok, r.stage = True, Stage.DONE
+    r.speedup = {"offline": {"vendor_default": 1.0}, "server": {"vendor_default": 1.0}}
+    r.profile = {"summary": {"tensor_pipe_pct": 50.0}}
+    assert from_result(TrainConfig(ncu_weight=0.2), r).ncu == pytest.approx(0.5)

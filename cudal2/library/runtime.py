@@ -101,9 +101,10 @@ class Library:
 
     # --- the compiled dispatcher -------------------------------------------------------------
     def compiled(self):
-        """Register this library's served v2 entries in the compiled dispatcher (replacing what any
-        other library put there) and return it; None when it is not built or torch has no GPU."""
-        if self._ext is not None:
+        """Make this library the one the process's compiled dispatcher serves (clearing what another
+        library registered there; entries register on the first call at their shape) and return
+        the dispatcher; None when it is not built or torch has no GPU."""
+        if self._ext is not None and _Active.library is self:
             return self._ext
         from cudal2.library import dispatch
         try:
@@ -118,6 +119,10 @@ class Library:
         ext.clear()
         _Active.library = self
         self._ext = ext
+        # In place: the short way in layers.py holds these very objects.
+        self._registered.clear()
+        self._pending.clear()
+        self._pending.update({(e.M, e.N, e.K): e for e in self.served if e.m_range is None})
         return ext
 
     def _register(self, e: Entry, M: int) -> None:

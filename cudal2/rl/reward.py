@@ -54,5 +54,6 @@ def from_result(cfg: TrainConfig, r: EvalResult) -> RewardParts:
     """The parts of a judged result (its score: the geomean over modes of speedup vs vendor_default)."""
     from cudal2.search.score import score
     infra = "harness_traceback" in r.checks
-    ncu = r.profile.get("tensor_pipe_fraction") if r.profile else None
+    pct = (r.profile or {}).get("summary", {}).get("tensor_pipe_pct")   # Nsight Compute, 0-100
+    ncu = pct / 100.0 if isinstance(pct, (int, float)) else None
     return shape(cfg, r.stage.value, r.ok, score(r) if r.ok else None, ncu, infra, r.reason)
