@@ -35,7 +35,7 @@ def band(M: int, N: int, K: int) -> str:
     return next(name for lo, hi, name in BANDS if lo <= f < hi)
 
 
-def _paired(torch, ours, theirs, rounds: int, run_one) -> float:
+def _paired(ours, theirs, rounds: int, run_one) -> float:
     ratios = []
     for r in range(rounds):
         order = (ours, theirs) if r % 2 == 0 else (theirs, ours)   # no caller always goes first
@@ -75,7 +75,7 @@ def measure_shape(torch, lib, M: int, N: int, K: int, rounds: int, calls: int, f
     def eager(f):
         return _events_ms(torch, lambda: [f() for _ in range(calls)])
 
-    row["eager"] = _paired(torch, ours, theirs, rounds, eager)
+    row["eager"] = _paired(ours, theirs, rounds, eager)
     graphs = {}
     for f in (ours, theirs):
         g = torch.cuda.CUDAGraph()
@@ -88,7 +88,7 @@ def measure_shape(torch, lib, M: int, N: int, K: int, rounds: int, calls: int, f
             for _ in range(calls):
                 f()
         graphs[id(f)] = g
-    row["graph"] = _paired(torch, ours, theirs, rounds, lambda f: _events_ms(torch, graphs[id(f)].replay))
+    row["graph"] = _paired(ours, theirs, rounds, lambda f: _events_ms(torch, graphs[id(f)].replay))
 
     def flushed(f):
         flush.zero_()               # the L2 holds none of this call's data
@@ -96,7 +96,7 @@ def measure_shape(torch, lib, M: int, N: int, K: int, rounds: int, calls: int, f
         time.sleep(1e-5)            # ...for a while, as between requests
         return _events_ms(torch, f)
 
-    row["flushed"] = _paired(torch, ours, theirs, 3 * rounds, flushed)
+    row["flushed"] = _paired(ours, theirs, 3 * rounds, flushed)
     return row
 
 
