@@ -23,7 +23,8 @@ def wheel(tmp_path_factory) -> zipfile.ZipFile:
 @pytest.mark.parametrize("member", ["cudal2/_data/kernels_out/sm90/manifest.json", "cudal2/_data/prompts/system.j2",
                                     "cudal2/_data/prompts/task.j2", "cudal2/kernels/templates/sm80_mma.cu.j2",
                                     "cudal2/kernels/templates/sm90_cutlass.cu.j2",
-                                    "cudal2/_data/retrieval_corpus/notes/wgmma-sm90a.md"])
+                                    "cudal2/_data/retrieval_corpus/notes/wgmma-sm90a.md",
+                                    "cudal2/csrc/dispatch.cpp", "cudal2/rl/data/grid1000.json"])
 def test_wheel_carries(wheel, member):
     assert member in wheel.namelist()
 
