@@ -509,7 +509,10 @@ class Judge:
         vendor = cp.empty_like(sets.C[0])
         for i in sample:
             try:
-                self.tolerance_check(sets.A[i], sets.B[i], sets.C[i], vendor, Stage.TIMING, "timing", set=i, what=what)
+                # Uniform inputs (a re-judge) take the positive-mean bound, as in verification.
+                uniform = bool(self.req and self.req.rejudge)
+                self.tolerance_check(sets.A[i], sets.B[i], sets.C[i], vendor, Stage.TIMING, "timing", set=i, what=what,
+                                     ratio=self.cfg.verify.uniform_error_ratio if uniform else None)
             except Failed as f:
                 raise Failed(Stage.TIMING, f"{what}: {f.reason}") from None
 
