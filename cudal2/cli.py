@@ -351,7 +351,11 @@ def train(ctx: typer.Context,
     if model.startswith(("/", ".", "~")) and not Path(model).expanduser().is_dir():
         fail(f"--model {model}: no such folder")
     run = T.sft if stage == "sft" else T.grpo
-    kw = {"trace": trace} if stage == "sft" else {}
+    from cudal2.rl.tasks import retriever_for
+    with out.status("building the retrieval index (as generate does)"):
+        kw = {"retriever": retriever_for(cfg)}
+    if stage == "sft":
+        kw["trace"] = trace
     try:
         run(cfg, str(Path(model).expanduser()) if Path(model).expanduser().is_dir() else model, steps, output,
             resume=resume, **kw)

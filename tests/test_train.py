@@ -99,3 +99,12 @@ def test_sft_trains_on_the_rendered_seeds(tiny, tmp_path):
     assert t.state.global_step == 2 and (out / "final").is_dir()
     losses = [json.loads(x)["loss"] for x in (out / "metrics.jsonl").read_text().splitlines() if '"loss"' in x]
     assert len(losses) == 2 and all(v > 0 for v in losses)
+
+
+def test_training_prompts_carry_generates_retrieval(tmp_path):
+    from cudal2.rl.tasks import prompt, retriever_for
+    c = cfg(tmp_path)
+    t = matmul_tasks(0.1)[5]
+    plain, retrieved = prompt(t, c), prompt(t, c, retriever=retriever_for(c))
+    assert "Reference material" in retrieved[1]["content"] and "Reference material" not in plain[1]["content"]
+    assert plain[0] == retrieved[0]   # one system prompt: the contract generate sends

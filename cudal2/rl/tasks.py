@@ -6,7 +6,8 @@ Guarantees:
   by a hash of the shape alone, so every machine and every run agrees, with `holdout_fraction`
   of the grid held out;
 - `prompt(task, ...)` is the prompt `cudal2 generate` sends for the shape with nothing known yet
-  (the LLM proposer's own builder: the same retrieval, contract and template; one code path).
+  (the LLM proposer's own builder: the same contract and template, and with `retriever_for`'s
+  retriever the same retrieved notes and nearest kernel; one code path).
 
 Does not: judge (see `service.py`). The general stage (non-GEMM tasks) is not built yet.
 """
@@ -48,6 +49,13 @@ def matmul_tasks(holdout_fraction: float) -> list[Task]:
         p = Problem(M, N, K)
         out.append(Task(f"matmul-{M}x{N}x{K}", "matmul", p, split(p, holdout_fraction)))
     return out
+
+
+def retriever_for(cfg, arch: str = "sm90"):
+    """The retriever `generate` builds for this architecture's library (notes, seeds, entries)."""
+    from cudal2.library import folder
+    from cudal2.retrieval import Retriever, corpus
+    return Retriever(corpus.build(folder(cfg.library.root or None, arch)), cfg.llm.embedding_model)
 
 
 def prompt(task: Task, cfg, device: dict | None = None, retriever=None) -> list[dict[str, str]]:

@@ -95,7 +95,7 @@ def grpo(cfg: Config, model: str, steps: int, output: Path, resume: bool = False
     return trainer
 
 
-def sft_rows(cfg: Config, n: int, trace: Path | None = None) -> list[dict]:
+def sft_rows(cfg: Config, n: int, trace: Path | None = None, retriever=None) -> list[dict]:
     """(prompt, completion) pairs of verified kernels: sm80 v2 renders for training shapes, then
     the verified completions of a `generate` trace (JSON lines with prompt, completion, ok)."""
     from cudal2.kernels.family import Limits, get_family
@@ -106,7 +106,7 @@ def sft_rows(cfg: Config, n: int, trace: Path | None = None) -> list[dict]:
         if pts:
             best = max(pts, key=lambda x: fam.prior(x, t.problem, Limits()))
             src = fam.render(best, t.problem)
-            rows.append({"prompt": prompt(t, cfg), "completion": [{"role": "assistant",
+            rows.append({"prompt": prompt(t, cfg, retriever=retriever), "completion": [{"role": "assistant",
                                                                    "content": f"```cuda\n{src}\n```"}]})
         if len(rows) >= n:
             break
@@ -118,11 +118,12 @@ def sft_rows(cfg: Config, n: int, trace: Path | None = None) -> list[dict]:
     return rows
 
 
-def sft(cfg: Config, model: str, steps: int, output: Path, resume: bool = False, trace: Path | None = None):
+def sft(cfg: Config, model: str, steps: int, output: Path, resume: bool = False, trace: Path | None = None,
+        retriever=None):
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
     output.mkdir(parents=True, exist_ok=True)
-    ds = Dataset.from_list(sft_rows(cfg, max(8, steps * 2), trace))
+    ds = Dataset.from_list(sft_rows(cfg, max(8, steps * 2), trace, retriever))
     # No truncation: generate's prompts are long (retrieval, contract), and a truncated example
     # loses its completion, which is all the loss is computed on.
     args = SFTConfig(**_common_args(cfg, output, steps), per_device_train_batch_size=2, max_length=None)
