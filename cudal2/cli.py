@@ -353,7 +353,7 @@ def train(ctx: typer.Context,
     run = T.sft if stage == "sft" else T.grpo
     from cudal2.rl.tasks import retriever_for
     with out.status("building the retrieval index (as generate does)"):
-        kw = {"retriever": retriever_for(cfg)}
+        kw = {"retriever": retriever_for(cfg), "progress": True}
     if stage == "sft":
         kw["trace"] = trace
     try:

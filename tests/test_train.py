@@ -108,3 +108,15 @@ def test_training_prompts_carry_generates_retrieval(tmp_path):
     plain, retrieved = prompt(t, c), prompt(t, c, retriever=retriever_for(c))
     assert "Reference material" in retrieved[1]["content"] and "Reference material" not in plain[1]["content"]
     assert plain[0] == retrieved[0]   # one system prompt: the contract generate sends
+
+
+def test_the_cli_trains_with_a_progress_display(tiny, tmp_path):
+    from typer.testing import CliRunner
+
+    from cudal2.cli import app
+    (tmp_path / "c.toml").write_text(f'[build]\ncache_dir = "{tmp_path / "cache"}"\n'
+                                     '[train]\nnum_generations = 2\nmax_completion_length = 8\nsave_steps = 1\n')
+    r = CliRunner().invoke(app, ["train", "--stage", "matmul", "--model", tiny, "--steps", "1",
+                                 "--output", str(tmp_path / "o"), "-c", str(tmp_path / "c.toml")])
+    assert r.exit_code == 0, r.output[-2000:]
+    assert (tmp_path / "o" / "final").is_dir() and "metrics.jsonl" in r.output

@@ -52,21 +52,55 @@ def _metrics_callback(path: Path):
     return Metrics()
 
 
+def _rich_progress():
+    """A rich progress bar over the steps, with the latest reward and the verified fraction."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from transformers import TrainerCallback
+
+    class RichProgress(TrainerCallback):
+        def on_train_begin(self, args, state, control, **kw):
+            self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                TimeRemainingColumn())
+            self.bar.start()
+            self.task = self.bar.add_task("training", total=state.max_steps, completed=state.global_step)
+
+        def on_log(self, args, state, control, logs=None, **kw):
+            logs = logs or {}
+            parts = [f"step {state.global_step}"]
+            if "reward" in logs:
+                parts.append(f"reward {logs['reward']:.3f}±{logs.get('reward_std', 0):.3f}")
+            if "cudal2/verified" in logs:
+                parts.append(f"verified {logs['cudal2/verified']:.0%}")
+            if "loss" in logs and "reward" not in logs:
+                parts.append(f"loss {logs['loss']:.3f}")
+            self.bar.update(self.task, completed=state.global_step, description=" · ".join(parts))
+
+        def on_train_end(self, args, state, control, **kw):
+            self.bar.stop()
+
+    return RichProgress()
+
+
 def last_checkpoint(output: Path) -> str | None:
     from transformers.trainer_utils import get_last_checkpoint
     return get_last_checkpoint(str(output)) if output.is_dir() else None
 
 
-def _common_args(cfg: Config, output: Path, steps: int) -> dict:
+def _common_args(cfg: Config, output: Path, steps: int, progress: bool = False) -> dict:
     import torch
     cuda = torch.cuda.is_available()
     return dict(output_dir=str(output), max_steps=steps, learning_rate=cfg.train.learning_rate, logging_steps=1,
                 save_steps=cfg.train.save_steps, report_to=[], use_cpu=not cuda,
-                bf16=cuda and torch.cuda.is_bf16_supported(), gradient_checkpointing=False, seed=0)
+                bf16=cuda and torch.cuda.is_bf16_supported(), gradient_checkpointing=False, seed=0,
+                disable_tqdm=progress)   # the rich display replaces tqdm's bar
+
+
+def _callbacks(output: Path, progress: bool) -> list:
+    return [_metrics_callback(output / "metrics.jsonl")] + ([_rich_progress()] if progress else [])
 
 
 def grpo(cfg: Config, model: str, steps: int, output: Path, resume: bool = False, device: dict | None = None,
-         retriever=None, service=None):
+         retriever=None, service=None, progress: bool = False):
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
@@ -75,7 +109,7 @@ def grpo(cfg: Config, model: str, steps: int, output: Path, resume: bool = False
     T = cfg.train
     output.mkdir(parents=True, exist_ok=True)
     ds = Dataset.from_list(_rows(cfg, train_tasks(cfg, max(1, steps * T.batch_prompts)), device, retriever))
-    args = GRPOConfig(**_common_args(cfg, output, steps), num_generations=T.num_generations,
+    args = GRPOConfig(**_common_args(cfg, output, steps, progress), num_generations=T.num_generations,
                       per_device_train_batch_size=T.num_generations * T.batch_prompts,
                       max_completion_length=T.max_completion_length,
                       # A model that never emits EOS early in training would have every completion masked.
@@ -86,7 +120,7 @@ def grpo(cfg: Config, model: str, steps: int, output: Path, resume: bool = False
         peft = LoraConfig(r=T.lora_r, lora_alpha=2 * T.lora_r, target_modules="all-linear", task_type="CAUSAL_LM")
     service = service or RewardService(cfg)
     trainer = GRPOTrainer(model=model, reward_funcs=[make_reward(service)], args=args, train_dataset=ds,
-                          peft_config=peft, callbacks=[_metrics_callback(output / "metrics.jsonl")])
+                          peft_config=peft, callbacks=_callbacks(output, progress))
     try:
         trainer.train(resume_from_checkpoint=last_checkpoint(output) if resume else None)
         trainer.save_model(str(output / "final"))
@@ -119,16 +153,15 @@ def sft_rows(cfg: Config, n: int, trace: Path | None = None, retriever=None) -> 
 
 
 def sft(cfg: Config, model: str, steps: int, output: Path, resume: bool = False, trace: Path | None = None,
-        retriever=None):
+        retriever=None, progress: bool = False):
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
     output.mkdir(parents=True, exist_ok=True)
     ds = Dataset.from_list(sft_rows(cfg, max(8, steps * 2), trace, retriever))
     # No truncation: generate's prompts are long (retrieval, contract), and a truncated example
     # loses its completion, which is all the loss is computed on.
-    args = SFTConfig(**_common_args(cfg, output, steps), per_device_train_batch_size=2, max_length=None)
-    trainer = SFTTrainer(model=model, args=args, train_dataset=ds,
-                         callbacks=[_metrics_callback(output / "metrics.jsonl")])
+    args = SFTConfig(**_common_args(cfg, output, steps, progress), per_device_train_batch_size=2, max_length=None)
+    trainer = SFTTrainer(model=model, args=args, train_dataset=ds, callbacks=_callbacks(output, progress))
     trainer.train(resume_from_checkpoint=last_checkpoint(output) if resume else None)
     trainer.save_model(str(output / "final"))
     return trainer
