@@ -120,3 +120,12 @@ def test_the_cli_trains_with_a_progress_display(tiny, tmp_path):
                                  "--output", str(tmp_path / "o"), "-c", str(tmp_path / "c.toml")])
     assert r.exit_code == 0, r.output[-2000:]
     assert (tmp_path / "o" / "final").is_dir() and "metrics.jsonl" in r.output
+
+
+def test_lora_trains_adapters_only(tiny, tmp_path):
+    from cudal2.rl.train import grpo
+    out = tmp_path / "run"
+    t = grpo(cfg(tmp_path, lora_r=4), tiny, steps=1, output=out, service=RewardService(cfg(tmp_path), gpu=False))
+    trainable = [n for n, p in t.model.named_parameters() if p.requires_grad]
+    assert trainable and all("lora" in n for n in trainable)
+    assert (out / "final" / "adapter_config.json").exists()
