@@ -337,7 +337,8 @@ def train(ctx: typer.Context,
     if stage not in ("sft", "matmul", "general"):
         fail(f"--stage {stage!r}: choose sft, matmul or general")
     if stage == "general":
-        fail("--stage general: the non-GEMM task suite is not built yet (see issue 11's closing note)")
+        fail("--stage general: its 41 tasks exist as data (cudal2/rl/general.py), but their reference kernels and "
+             "judge stages are not built yet")
     if not model:
         fail("--model: name a Hugging Face model or a local folder (e.g. Qwen/Qwen2.5-Coder-7B-Instruct)")
     try:
