@@ -58,25 +58,11 @@ def verify_entries(lib: Library, cfg: Config, gpu: str, console: Console) -> lis
 
 
 def record_bench(folder: Path, results: list[EvalResult], kind: str = "harness") -> int:
-    """Write each verified result's speedups over vendor_default into its entry's measured["bench"]
-    (what `Entry.wins` and so dispatch use); a failed entry gets no speedups, so it is not served.
-    Returns how many entries were updated. `kind` says which bench measured them."""
+    """Record each result's speedups over vendor_default (none for a failed entry: not served) into
+    the manifest (`manifest.record_bench`). `kind` says which bench measured them."""
     from cudal2.library import manifest
-    by_id = {r.name: r for r in results}
-    entries = manifest.read(folder)
-    for e in entries:
-        r = by_id.get(e.id)
-        if r is None:
-            continue
-        e.measured["bench"] = {"kind": kind, "date": _today(), "gpu": r.gpu.get("name"),
-                               "speedup": {m: s["vendor_default"] for m, s in r.speedup.items()} if r.ok else {}}
-    manifest.write(folder, entries)
-    return sum(e.id in by_id for e in entries)
-
-
-def _today() -> str:
-    import datetime as dt
-    return dt.date.today().isoformat()
+    return manifest.record_bench(folder, {r.name: {"kind": kind, "gpu": r.gpu.get("name"), "speedup": (
+        {m: s["vendor_default"] for m, s in r.speedup.items()} if r.ok else {})} for r in results})
 
 
 def bench_entries(lib: Library, cfg: Config, gpu: str, console: Console, json_out: Path | None) -> list[EvalResult]:

@@ -136,3 +136,16 @@ def write(folder: Path, entries: list[Entry]) -> None:
     with os.fdopen(fd, "w") as f:
         json.dump(doc, f, indent=1, sort_keys=True)
     os.replace(tmp, folder / MANIFEST)
+
+
+def record_bench(folder: Path, records: dict[str, dict]) -> int:
+    """Write each entry's bench record (kind, speedup per mode, ...; an empty speedup for a failed
+    entry, which is then not served) into its `measured["bench"]`, dated today: what `Entry.wins`,
+    and so dispatch, use. Returns how many entries were updated."""
+    import datetime as dt
+    entries = read(folder)
+    for e in entries:
+        if e.id in records:
+            e.measured["bench"] = {**records[e.id], "date": dt.date.today().isoformat()}
+    write(folder, entries)
+    return sum(e.id in records for e in entries)

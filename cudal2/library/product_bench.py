@@ -161,21 +161,12 @@ def geomeans(rows: list[dict]) -> dict[str, dict[str, float]]:
 
 
 def record(folder: Path, rows: list[dict]) -> int:
-    """Write each measured entry's product-path speedups into its manifest entry (what `Entry.wins`,
-    and so dispatch, use); an entry whose kernel did not run or disagreed gets none: not served."""
+    """Record each measured entry's product-path speedups into the manifest (`manifest.record_bench`);
+    an entry whose kernel did not run or disagreed gets none: not served."""
     from cudal2.library import manifest
-    import datetime as dt
-    by_id = {r["id"]: r for r in rows if "id" in r}
-    entries = manifest.read(folder)
-    for e in entries:
-        r = by_id.get(e.id)
-        if r is None:
-            continue
-        ok = r["kernel_ran"] and r["agree"]
-        e.measured["bench"] = {"kind": "product", "date": dt.date.today().isoformat(),
-                               "speedup": {m: r[m] for m in ("eager", "graph", "flushed")} if ok else {}}
-    manifest.write(folder, entries)
-    return len(by_id)
+    return manifest.record_bench(folder, {r["id"]: {"kind": "product", "speedup": (
+        {m: r[m] for m in ("eager", "graph", "flushed")} if r["kernel_ran"] and r["agree"] else {})}
+        for r in rows if "id" in r})
 
 
 if __name__ == "__main__":

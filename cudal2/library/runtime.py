@@ -61,8 +61,8 @@ class Library:
         self._ranged = {(e.N, e.K) for e in self.served if e.m_range is not None}
         self._registered: set[tuple[int, int, int]] = set()
         # Served exact shapes not yet in the dispatcher: each is loaded on its first call, so a
-        # first call pays for one binary, not for all of them.
-        self._pending = {(e.M, e.N, e.K): e for e in self.served if e.m_range is None}
+        # first call pays for one binary, not for all of them (filled by `compiled`).
+        self._pending: dict[tuple[int, int, int], Entry] = {}
 
     # --- what is in it -----------------------------------------------------------------------
     @property
@@ -139,10 +139,18 @@ class Library:
     def linear(self, x, W, bias=None):
         """F.linear(x, W, bias) for fp16 CUDA torch tensors through this library (x of any leading
         dimensions); the compiled dispatcher when built, else the Python path."""
-        ext = self._ext if _Active.library is self else self.compiled()
-        if ext is None:
+        y = self._dispatch(x, W, bias)
+        if y is None:
             from cudal2.library.layers import python_linear
             return python_linear(self, x, W, bias)
+        return y
+
+    def _dispatch(self, x, W, bias):
+        """The call through the compiled dispatcher (the op while torch.compile traces, else its
+        builtin), after registering the entry for this shape; None when there is no dispatcher."""
+        ext = self._ext if _Active.library is self else self.compiled()
+        if ext is None:
+            return None
         self._register_for(x, W)
         return _op()(x, W, bias) if _compiling() else ext.linear(x, W, bias)
 
@@ -209,10 +217,9 @@ class Library:
         ops = arrays.ops_for(A, B)
         ops.check(A, B)
         if ops.is_torch and A.shape[1] == B.shape[1]:
-            ext = self._ext if _Active.library is self else self.compiled()
-            if ext is not None:
-                self._register_for(A, B)
-                return _op()(A, B, None) if _compiling() else ext.linear(A, B, None)
+            C = self._dispatch(A, B, None)
+            if C is not None:
+                return C
         M, K = ops.shape(A)
         N, K2 = ops.shape(B)
         if K2 != K:
