@@ -204,13 +204,14 @@ MODES = {"normal": 0, "uniform": 1, "positive": 2, "signed": 3}
 SIGN_BLOCK = 128  # 'signed' flips sign every this many columns (k), or every K/2 for small K
 _MASK = 2**64 - 1
 
+_OPTIONS = ("-std=c++17", f"-DLOCAL_WORDS={LOCAL_BYTES // 4}")
 _module: cp.RawModule | None = None
 
 
 def _kernels() -> cp.RawModule:
     global _module
     if _module is None:
-        _module = cp.RawModule(code=_SRC, options=("-std=c++17", f"-DLOCAL_WORDS={LOCAL_BYTES // 4}"))
+        _module = cp.RawModule(code=_SRC, options=_OPTIONS)
     return _module
 
 
@@ -332,7 +333,9 @@ class Scrubber:
         dev = cp.cuda.Device()
         self.sms = dev.attributes["MultiProcessorCount"]
         self.smem = dev.attributes["MaxSharedMemoryPerBlockOptin"]
-        self.shared = cp.RawKernel(_SRC, "cudal2_scrub_shared", options=("-std=c++17", f"-DLOCAL_WORDS={LOCAL_BYTES // 4}"))
+        # A RawKernel (same source and options: cupy's compile cache serves both) because only it
+        # can raise the dynamic shared-memory limit and the carve-out.
+        self.shared = cp.RawKernel(_SRC, "cudal2_scrub_shared", options=_OPTIONS)
         self.shared.max_dynamic_shared_size_bytes = self.smem
         self.shared.preferred_shared_memory_carveout = 100
         m = _kernels()

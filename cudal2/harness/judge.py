@@ -137,12 +137,7 @@ class Trial:
         """A and B still hold what their seed gives (regenerated now: no copy of them existed
         where the call could reach it)."""
         da, db, seed = self.drawn
-        for x, dist, sd in ((self.a, da, seed), (self.b, db, seed + 1)):
-            want = cp.empty_like(x)
-            buffers.fill(want, dist, sd)
-            if not bool((x.view(cp.uint16) == want.view(cp.uint16)).all()):
-                return False
-        return True
+        return buffers.matches(self.a, da, seed) and buffers.matches(self.b, db, seed + 1)
 
 
 GAUSSIAN_DISTS = ("normal", "uniform", "cancel")
@@ -465,10 +460,8 @@ class Judge:
         candidate's last call: no copy of it existed where a call could reach); every workspace's
         guards intact."""
         fixed = sets.B if regen_a else sets.A
-        want = cp.empty_like(fixed[0])
         for i, (live, seed) in enumerate(zip(fixed, seeds)):
-            guards.fill(want, seed, fmode)
-            if not bool((live.view(cp.uint16) == want.view(cp.uint16)).all()):
+            if not buffers.matches(live, fmode, seed):
                 raise Failed(Stage.INPUTS, f"{'B' if regen_a else 'A'} of input set {i} changed during timing")
         for i, w in enumerate(Ws):
             if not w.intact():
