@@ -58,8 +58,9 @@ def retriever_for(cfg, arch: str = "sm90"):
     return Retriever(corpus.build(folder(cfg.library.root or None, arch)), cfg.llm.embedding_model)
 
 
-def prompt(task: Task, cfg, device: dict | None = None, retriever=None) -> list[dict[str, str]]:
-    """The chat messages `generate` would send for this task's shape with no history."""
+def prompter(cfg, device: dict | None = None, retriever=None):
+    """task -> the chat messages `generate` would send for its shape with no history (one LLM
+    proposer, with an empty population, serves every task)."""
     import tempfile
 
     from cudal2.harness.store import Store
@@ -68,5 +69,10 @@ def prompt(task: Task, cfg, device: dict | None = None, retriever=None) -> list[
     d = device or H100_SXM
     tmp = tempfile.mkdtemp()
     lp = LLMProposer(None, cfg, Store(f"{tmp}/s.sqlite"), d["name"], d, retriever)
-    msgs, _, _ = lp.messages(task.problem, Population(f"{tmp}/p.sqlite"), None)
-    return msgs
+    pop = Population(f"{tmp}/p.sqlite")
+    return lambda task: lp.messages(task.problem, pop, None)[0]
+
+
+def prompt(task: Task, cfg, device: dict | None = None, retriever=None) -> list[dict[str, str]]:
+    """The chat messages `generate` would send for this task's shape with no history."""
+    return prompter(cfg, device, retriever)(task)

@@ -24,7 +24,7 @@ import random
 from pathlib import Path
 
 from cudal2.config import Config
-from cudal2.rl.tasks import Task, matmul_tasks, prompt
+from cudal2.rl.tasks import Task, matmul_tasks, prompter
 
 STAGES = ("sft", "matmul", "general")
 
@@ -36,7 +36,8 @@ def train_tasks(cfg: Config, n: int, seed: int = 0) -> list[Task]:
 
 
 def _rows(cfg: Config, tasks: list[Task], device: dict | None, retriever) -> list[dict]:
-    return [{"prompt": prompt(t, cfg, device, retriever), "task_id": t.id,
+    prompt = prompter(cfg, device, retriever)
+    return [{"prompt": prompt(t), "task_id": t.id,
              "M": t.problem.M, "N": t.problem.N, "K": t.problem.K} for t in tasks]
 
 
@@ -134,13 +135,14 @@ def sft_rows(cfg: Config, n: int, trace: Path | None = None, retriever=None) -> 
     the verified completions of a `generate` trace (JSON lines with prompt, completion, ok)."""
     from cudal2.kernels.family import Limits, get_family
     fam = get_family("sm80")
+    prompt = prompter(cfg, retriever=retriever)
     rows = []
     for t in train_tasks(cfg, 4 * n, seed=1):
         pts = fam.valid_points(t.problem, Limits())
         if pts:
             best = max(pts, key=lambda x: fam.prior(x, t.problem, Limits()))
             src = fam.render(best, t.problem)
-            rows.append({"prompt": prompt(t, cfg, retriever=retriever), "completion": [{"role": "assistant",
+            rows.append({"prompt": prompt(t), "completion": [{"role": "assistant",
                                                                    "content": f"```cuda\n{src}\n```"}]})
         if len(rows) >= n:
             break
