@@ -65,7 +65,8 @@ class VerifyConfig:
     max_error_ratio: float = _f(8.0, "Its largest element error may be at most this multiple of cuBLAS's largest.", gt=1.0)
     repeat_calls: int = _f(3, "Consecutive calls in the repeat stage, each with new contents in the same buffers.", ge=2)
     determinism_calls: int = _f(3, "Calls on identical inputs whose outputs must agree bit for bit.", ge=2)
-    guard_bytes: int = _f(65536, "Canary bytes before and after A, B, C and the workspace.", ge=256)
+    guard_bytes: int = _f(65536, "Least gap of checked random background before each buffer a candidate "
+                                   "can address (gaps are random in [g, 2g)).", ge=256)
     call_timeout_s: float = _f(10.0, "One candidate call (or one graph replay) running longer is a hang.", gt=0)
     max_workspace_bytes: int = _f(4 << 30, "Largest workspace a candidate may ask for.", ge=0)
     rejudge_factor: float = _f(1.25, "A verified score above this multiple of the best score known for the shape (stored "

@@ -29,13 +29,16 @@ _autotuned: dict[tuple[int, int, int], int] = {}
 
 @dataclass
 class Sets:
-    """Rotating input sets for timing: per set A, B, (Bᵀ), the candidate's C and the baselines' C."""
+    """Rotating input sets for timing: per set A, B, (Bᵀ), the candidate's C, the baselines' C and
+    the candidate's workspace (pointers), all regions of one `arena` (a `buffers.Arena`)."""
     A: list[cp.ndarray]
     B: list[cp.ndarray]
     Bt: list[cp.ndarray]
     C: list[cp.ndarray]
     Cb: list[cp.ndarray]
-    spacers: list[cp.ndarray] = field(default_factory=list)   # kept alive: they make addresses unpredictable
+    W: list[int] = field(default_factory=list)
+    arena: object = None
+    names: list[str] = field(default_factory=list)   # per arena region: what it is ("A of set 3")
 
     def __len__(self) -> int:
         return len(self.A)

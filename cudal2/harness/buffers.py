@@ -1,53 +1,126 @@
-"""Device buffers for judging: guarded allocations and fresh random inputs.
+"""Device buffers for judging: every buffer a candidate can address lives in an arena, and fresh
+random inputs.
 
-Guarantees: every `Guarded` buffer sits between two guard regions of random bytes (new per
-buffer, so a kernel cannot tell a guarded verification buffer from a timing set by the bytes
-around it), starts 256-byte aligned, and reports whether its guards are intact; `fill` draws
-new values from a seed the kernel cannot predict (fresh per trial), and never zeros. (What C and
-the workspace hold before a call is written by `guards.prep`.)
+Guarantees:
+- an `Arena` is one allocation of whole 2 MiB pages (its own cudaMalloc, outside cupy's pool, so
+  no page of it is shared with other memory) holding its buffers in a random order, each at a
+  random 256-byte-aligned offset behind a random gap; every byte that belongs to no buffer (the
+  gaps, the tail, the slack after a buffer of any size) is background: per-word hashes of a seed
+  kept on the host. `damage` regenerates the background and counts the bytes that changed, so a
+  write outside the buffers, anywhere in the arena, is found whenever it is checked, and no copy
+  of what the background should be exists where a kernel could reach. Verification buffers and
+  timing sets are laid out by the same rule: the addresses alone do not tell the stages apart;
+- `fill` draws new values from a seed the kernel cannot predict (fresh per trial), never zeros,
+  and `matches` checks a matrix against its seed by regenerating it.
 
-Does not: synchronize. Everything is enqueued on the current cupy stream.
+Does not: protect memory outside its arenas (the harness's own small tables, the driver's) or
+synchronize, except `damage`, which reads its count back. What C and the workspace hold before a
+call is written by `guards.prep`.
 """
 
 from __future__ import annotations
 
+import random
 import secrets
+from typing import Sequence
 
 import cupy as cp
+import numpy as np
+
+PAGE = 2 << 20  # the driver maps device memory in 2 MiB pages
+ALIGN = 256
+
+_SRC = r"""
+typedef unsigned long long u64;
+__device__ __forceinline__ u64 mix(u64 z) {
+    z += 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+extern "C" __global__ void cudal2_background(u64* w, long long words, u64 seed) {
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < words; i += (long long)gridDim.x * blockDim.x)
+        w[i] = mix(seed ^ mix((u64)i));
+}
+// Bytes of the background (outside every region [start, end), sorted; starts 8-byte aligned) that
+// differ from their hash: out[0] += count, out[1] = min(first offset).
+extern "C" __global__ void cudal2_background_check(const u64* w, long long words, u64 seed, const long long* start,
+                                                   const long long* end, int regions, u64* out) {
+    u64 bad = 0, first = ~0ull;
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < words; i += (long long)gridDim.x * blockDim.x) {
+        const u64 d = w[i] ^ mix(seed ^ mix((u64)i));
+        if (!d) continue;
+        const long long b0 = i * 8;
+        int lo = 0, hi = regions;            // the last region starting at or before b0
+        while (lo < hi) { const int m = (lo + hi) >> 1; if (start[m] <= b0) lo = m + 1; else hi = m; }
+        const long long data_end = lo > 0 ? end[lo - 1] : 0;
+        for (int b = 0; b < 8; ++b)
+            if (b0 + b >= data_end && ((d >> (8 * b)) & 0xFF)) { ++bad; if ((u64)(b0 + b) < first) first = b0 + b; }
+    }
+    if (bad) { atomicAdd(&out[0], bad); atomicMin(&out[1], first); }
+}
+"""
+_module: cp.RawModule | None = None
 
 
-def random_bytes(n: int, seed: int | None = None) -> cp.ndarray:
-    """`n` random bytes on the device: the same for the same `seed`, fresh without one."""
-    rng = cp.random.default_rng(secrets.randbits(63) if seed is None else seed)
-    return rng.integers(0, 256, size=n, dtype=cp.uint8)
+def _kernels() -> cp.RawModule:
+    global _module
+    if _module is None:
+        _module = cp.RawModule(code=_SRC)
+    return _module
 
 
-class Guarded:
-    """`nbytes` between two guards of `guard` bytes (rounded up to 256), each filled from a seed
-    kept on the host: `intact` regenerates them, so no copy exists where a kernel could reach."""
+def _blocks(words: int) -> int:
+    return int(min(4096, max(1, -(-words // 256))))
 
-    def __init__(self, nbytes: int, guard: int):
-        guard = (guard + 255) // 256 * 256
-        self.nbytes, self.guard = nbytes, guard
-        self.raw = cp.empty(nbytes + 2 * guard, dtype=cp.uint8)
-        self.seeds = (new_seed(), new_seed())
-        for region, seed in zip(self._guards(), self.seeds):
-            region[...] = random_bytes(region.size, seed)
 
-    def _guards(self) -> tuple[cp.ndarray, cp.ndarray]:
-        # Bytes, not fp16: the second guard starts wherever the data ends (any byte count).
-        return self.raw[:self.guard], self.raw[self.guard + self.nbytes:]
+class Arena:
+    """Buffers of `sizes` bytes (region i is `sizes[i]`), placed in a random order with a random
+    gap of [gap, 2 gap) bytes before each and after the last."""
 
-    @property
-    def ptr(self) -> int:
-        return self.raw.data.ptr + self.guard
+    def __init__(self, sizes: Sequence[int], gap: int):
+        rng = random.SystemRandom()
+        order = list(range(len(sizes)))
+        rng.shuffle(order)
+        self.offsets = [0] * len(sizes)
+        self.sizes = [int(s) for s in sizes]
+        pos = 0
+        for i in order:
+            pos = -(-(pos + rng.randrange(gap, 2 * gap)) // ALIGN) * ALIGN
+            self.offsets[i] = pos
+            pos += self.sizes[i]
+        self.nbytes = -(-(pos + rng.randrange(gap, 2 * gap)) // PAGE) * PAGE
+        self._mem = cp.cuda.Memory(self.nbytes)
+        self.raw = cp.ndarray((self.nbytes,), cp.uint8, cp.cuda.MemoryPointer(self._mem, 0))
+        self.seed = secrets.randbits(64)
+        bounds = sorted((self.offsets[i], self.offsets[i] + self.sizes[i]) for i in order)
+        self._start = cp.asarray(np.array([b[0] for b in bounds], dtype=np.int64))
+        self._end = cp.asarray(np.array([b[1] for b in bounds], dtype=np.int64))
+        words = self.nbytes // 8
+        _kernels().get_function("cudal2_background")((_blocks(words),), (256,),
+                                                     (self.raw, np.int64(words), np.uint64(self.seed)))
 
-    def view(self, dtype, shape) -> cp.ndarray:
-        return self.raw[self.guard:self.guard + self.nbytes].view(dtype).reshape(shape)
+    def ptr(self, i: int) -> int:
+        return self.raw.data.ptr + self.offsets[i]
 
-    def intact(self) -> bool:
-        return all(bool((region == random_bytes(region.size, seed)).all())
-                   for region, seed in zip(self._guards(), self.seeds))
+    def view(self, i: int, dtype, shape) -> cp.ndarray:
+        o = self.offsets[i]
+        return self.raw[o:o + self.sizes[i]].view(dtype).reshape(shape)
+
+    def damage(self) -> tuple[int, int]:
+        """(bytes of the background that changed, offset of the first, or -1); reads back (syncs)."""
+        out = cp.asarray(np.array([0, 2**64 - 1], dtype=np.uint64))
+        words = self.nbytes // 8
+        _kernels().get_function("cudal2_background_check")(
+            (_blocks(words),), (256,), (self.raw, np.int64(words), np.uint64(self.seed), self._start, self._end,
+                                        np.int32(len(self.sizes)), out))
+        bad, first = (int(v) for v in out.get())
+        return bad, (first if bad else -1)
+
+    def where(self, offset: int) -> tuple[int, int]:
+        """(the region whose end lies last before `offset`, or -1; bytes past that end)."""
+        before = [(offset - (o + s), i) for i, (o, s) in enumerate(zip(self.offsets, self.sizes)) if o + s <= offset]
+        return (min(before)[1], min(before)[0]) if before else (-1, offset)
 
 
 def new_seed() -> int:

@@ -300,15 +300,19 @@ class Guard:
         self.key = new_key()
         self.log = Log()
 
-    def prep(self, first: int = 0, count: int | None = None) -> None:
-        """Enqueue on the current stream: sets [first, first + count) made fresh."""
+    def prep(self, first: int = 0, count: int | None = None, regen_x: bool = True) -> None:
+        """Enqueue on the current stream: sets [first, first + count) made fresh (with `regen_x`
+        false, C and the workspaces only: the calls then see the inputs the last ones saw, and
+        `spot` must not run until the next full prep)."""
         count = self.n - first if count is None else count
-        self.xmode = MODES[self.xmodes()]
+        if regen_x:
+            self.xmode = MODES[self.xmodes()]
+        X = self.X if self.X is not None and regen_x else None
         work = max(self.rows * self.K // 8, self.ws_bytes // 8, self.c_elems, 1)
         blocks = int(min(512, max(1, math.ceil(work / 256))))
         _kernels().get_function("cudal2_prep")(
             (blocks, count), (256,),
-            (self.X if self.X is not None else np.uint64(0), np.int64(self.rows), np.int32(self.K),
+            (X if X is not None else np.uint64(0), np.int64(self.rows), np.int32(self.K),
              np.int32(self.transposed), np.int32(self.xmode), np.int32(sign_block(self.K)),
              self.ws if self.ws is not None else np.uint64(0), np.int64(self.ws_bytes),
              self.C, np.int64(self.c_elems), np.float32(math.sqrt(self.K)), self.log.buf, self.key, np.int32(first)))

@@ -104,26 +104,26 @@ def load(req: JudgeRequest):
 
 @dataclass
 class Trial:
-    """Guarded A, B, C and workspace for one shape."""
+    """A, B, C and workspace for one shape: regions 0-3 of one arena (`buffers.Arena`)."""
     p: Problem
-    A: buffers.Guarded
-    B: buffers.Guarded
-    C: buffers.Guarded
-    W: buffers.Guarded
+    arena: buffers.Arena
     ws_bytes: int
     drawn: tuple[str, str, int] = ("", "", 0)   # (A's dist, B's dist, seed) of the last fill
 
+    NAMES = ("A", "B", "C", "the workspace")
+
     @classmethod
-    def make(cls, p: Problem, ws_bytes: int, guard: int) -> "Trial":
-        return cls(p, buffers.Guarded(2 * p.M * p.K, guard), buffers.Guarded(2 * p.N * p.K, guard),
-                   buffers.Guarded(2 * p.M * p.N, guard), buffers.Guarded(ws_bytes, guard), ws_bytes)
+    def make(cls, p: Problem, ws_bytes: int, gap: int) -> "Trial":
+        return cls(p, buffers.Arena([2 * p.M * p.K, 2 * p.N * p.K, 2 * p.M * p.N, ws_bytes], gap), ws_bytes)
 
     @property
-    def a(self): return self.A.view(cp.float16, (self.p.M, self.p.K))
+    def a(self): return self.arena.view(0, cp.float16, (self.p.M, self.p.K))
     @property
-    def b(self): return self.B.view(cp.float16, (self.p.N, self.p.K))
+    def b(self): return self.arena.view(1, cp.float16, (self.p.N, self.p.K))
     @property
-    def c(self): return self.C.view(cp.float16, (self.p.M, self.p.N))
+    def c(self): return self.arena.view(2, cp.float16, (self.p.M, self.p.N))
+    @property
+    def ptrs(self) -> tuple[int, int, int, int]: return tuple(self.arena.ptr(i) for i in range(4))
 
     def fill(self, dist: str) -> int:
         seed = buffers.new_seed()
@@ -214,15 +214,15 @@ class Judge:
         """Random workspace and C, one call, wait for the device, then inputs and canaries checked."""
         v = self.cfg.verify
         # Fresh workspace bytes and C values (a new key: they never repeat between calls).
-        guards.Guard([t.c], t.p.K, ws=[t.W.ptr], ws_bytes=t.ws_bytes).prep()
+        a, b, c, w = t.ptrs
+        guards.Guard([t.c], t.p.K, ws=[w], ws_bytes=t.ws_bytes).prep()
         guards.scrub()   # nothing an earlier call left in shared or local memory or registers
-        self.guarded_call(t.A.ptr, t.B.ptr, t.C.ptr, t.p, t.W.ptr, t.ws_bytes, stage, v.call_timeout_s)
+        release_memory()  # nor in a free block of the pool
+        self.guarded_call(a, b, c, t.p, w, t.ws_bytes, stage, v.call_timeout_s)
         self.drain_device(stage, v.call_timeout_s)   # the device is idle after the call
         if not t.inputs_intact():
             raise Failed(Stage.INPUTS, "the call modified A or B")
-        for name, g in (("A", t.A), ("B", t.B), ("C", t.C), ("workspace", t.W)):
-            if not g.intact():
-                raise Failed(Stage.CANARY, f"write outside {name}: its guard region changed")
+        check_arena(t.arena, lambda i: Trial.NAMES[i], "")
 
     def guarded_call(self, a: int, b: int, c: int, p: Problem, w: int, wb: int, stage: Stage, timeout: float) -> None:
         beat(stage.value, timeout + 30)
@@ -320,8 +320,9 @@ class Judge:
         with_bt = "cublas" in tc.baselines
         ws = self.workspace_bytes(p)
         guard = self.cfg.verify.guard_bytes
+        # Per set: A, B, C, the baselines' C, (Bᵀ), (the workspace), each behind a gap of < 2 guards.
         set_bytes = (p.min_bytes + 2 * p.M * p.N + 2 * p.K * (p.N if regen_a else p.M) + (2 * p.N * p.K if with_bt else 0)
-                     + ws + 4 * guard)
+                     + ws + 12 * guard)
         # Enough distinct sets that they exceed the L2 and that one pass lasts about min_replay_ms
         # (at the vendor's speed: a pass of a slower candidate lasts longer, which only helps).
         want = max(math.ceil(tc.rotation_l2_factor * dev.l2_bytes / p.min_bytes),
@@ -333,13 +334,13 @@ class Judge:
         rng = random.Random()
         self.checks.setdefault("timing_sets", nsets)
         with self.stream, self.phase("sets"):
-            sets, seeds = self.make_sets(p, nsets, with_bt, regen_a, fmode)
-            Ws = [buffers.Guarded(ws, guard) for _ in range(nsets)] if self.cand else []
+            sets, seeds = self.make_sets(p, nsets, with_bt, regen_a, fmode, ws if self.cand else None, guard)
+            release_memory()   # no free block of the pool stays mapped for a call to keep things in
             core: dict[str, timing.Runner] = {}
             if self.cand:
                 def cand(i: int) -> None:
                     rc = self.cand.call(sets.A[i].data.ptr, sets.B[i].data.ptr, sets.C[i].data.ptr, p.M, p.N, p.K,
-                                        Ws[i].ptr, ws, self.stream.ptr)
+                                        sets.W[i], ws, self.stream.ptr)
                     if rc != 0:
                         raise Failed(Stage.TIMING, f"the call returned {rc} ({_error_name(rc)}) in a timed call")
                 core["candidate"] = cand
@@ -359,7 +360,7 @@ class Judge:
                                   X=sets.A if regen_a else (sets.Bt if n == "cublas_nn" else sets.B),
                                   transposed=not regen_a and n == "cublas_nn", regen=1 if regen_a else 2,
                                   fixed=seeds, fmode=fmode, xmodes=_xmodes(mode_seed, rejudge),
-                                  ws=[w.ptr for w in Ws] if n == "candidate" else None, ws_bytes=ws)
+                                  ws=sets.W if n == "candidate" else None, ws_bytes=ws)
                   for n in names}
             flush = cp.empty(int(tc.flush_l2_factor * dev.l2_bytes), dtype=cp.uint8)
 
@@ -401,8 +402,9 @@ class Judge:
                 self.check_logs(gd, names, {n: 0 for n in names}, expected, "offline")
                 if self.cand:
                     with self.phase("full_checks"):
-                        self.check_inputs(sets, seeds, regen_a, fmode, Ws)
-                        self.check_sets(sets, "offline timed calls", range(nsets))
+                        sample = self.check_sets(sets, "offline timed calls", range(nsets))
+                        self.check_replay_determinism(graphs["candidate"][0], gd["candidate"], sets, sample, flush)
+                        self.check_inputs(sets, seeds, regen_a, fmode, flush)
             if "server" in tc.modes:
                 before = {n: gd[n].log.read()[0] for n in names}
                 with faults(Stage.TIMING), self.phase("server"):
@@ -414,7 +416,7 @@ class Judge:
                 self.drain_device(Stage.TIMING, timeout)
                 self.check_logs(gd, names, before, {n: tc.server_calls for n in names}, "server")
                 if self.cand:
-                    self.check_inputs(sets, seeds, regen_a, fmode, Ws)
+                    self.check_inputs(sets, seeds, regen_a, fmode, flush)
             if lt is not None:
                 self.lt_algos = {"heuristic_count": len(lt), "autotune_choice": baselines_autotuned(p)}
         return times
@@ -455,34 +457,38 @@ class Judge:
             if not authentic:
                 raise Failed(Stage.TIMING, f"{mode}: the spot checks' log was rewritten between checks")
 
-    def check_inputs(self, sets: Sets, seeds: list[int], regen_a: bool, fmode: str, Ws: list[buffers.Guarded]) -> None:
-        """The operand no call regenerates is bitwise what its seed gives (regenerated now, after the
-        candidate's last call: no copy of it existed where a call could reach); every workspace's
-        guards intact."""
+    def check_inputs(self, sets: Sets, seeds: list[int], regen_a: bool, fmode: str, flush: cp.ndarray) -> None:
+        """After the candidate's last timed call: the operand no call regenerates is bitwise what its
+        seed gives (regenerated now: no copy of it existed where a call could reach), the baselines'
+        Bᵀ is still B's transpose, no byte of the sets' arena outside a buffer changed, and the L2
+        flush buffer still holds the zeros the flush left."""
         fixed = sets.B if regen_a else sets.A
         for i, (live, seed) in enumerate(zip(fixed, seeds)):
             if not buffers.matches(live, fmode, seed):
                 raise Failed(Stage.INPUTS, f"{'B' if regen_a else 'A'} of input set {i} changed during timing")
-        for i, w in enumerate(Ws):
-            if not w.intact():
-                raise Failed(Stage.CANARY, f"write outside the workspace of input set {i} during timing")
+        for i, (b, bt) in enumerate(zip(sets.B, sets.Bt)):
+            if bt is not b and not bool((bt == b.T).all()):
+                raise Failed(Stage.INPUTS, f"the baselines' transposed B of input set {i} changed during timing")
+        check_arena(sets.arena, lambda i: sets.names[i], " during timing")
+        if int(cp.count_nonzero(flush)):
+            raise Failed(Stage.CANARY, "a timed call wrote into the harness's L2 flush buffer")
 
-    def make_sets(self, p: Problem, n: int, with_bt: bool, regen_a: bool, fmode: str) -> tuple[Sets, list[int]]:
-        """`n` input sets, their buffers allocated in a random order with random gaps (of random
-        bytes) between them, so no buffer's address follows from another's (a call cannot find and
-        pre-compute other sets). The operand that `regen_a` says stays fixed is filled in `fmode`
-        from the returned seeds; the other is regenerated before every call."""
+    def make_sets(self, p: Problem, n: int, with_bt: bool, regen_a: bool, fmode: str, ws: int | None,
+                  gap: int) -> tuple[Sets, list[int]]:
+        """`n` input sets, every buffer a region of one arena (random order, random gaps, random
+        background checked after timing), laid out as verification's buffers are. The operand that
+        `regen_a` says stays fixed is filled in `fmode` from the returned seeds; the other is
+        regenerated before every call. `ws`: the candidate's workspace bytes per set (None: no
+        candidate)."""
         shapes = {"A": (p.M, p.K), "B": (p.N, p.K), "Bt": (p.K, p.N), "C": (p.M, p.N), "Cb": (p.M, p.N)}
         kinds = [k for k in shapes if k != "Bt" or with_bt]
-        order = [(i, k) for i in range(n) for k in kinds]
-        rng = random.SystemRandom()
-        rng.shuffle(order)
-        got: dict[tuple[int, str], cp.ndarray] = {}
-        spacers = []
-        for i, k in order:
-            spacers.append(buffers.random_bytes(rng.randrange(1, 64) * 512))
-            got[(i, k)] = cp.empty(shapes[k], cp.float16)
-        s = Sets([], [], [], [], [], spacers)
+        regions = [(i, k, 2 * math.prod(shapes[k])) for i in range(n) for k in kinds]
+        if ws is not None:
+            regions += [(i, "W", ws) for i in range(n)]
+        arena = buffers.Arena([r[2] for r in regions], gap)
+        got = {(i, k): (arena.view(j, cp.float16, shapes[k]) if k != "W" else arena.ptr(j))
+               for j, (i, k, _) in enumerate(regions)}
+        s = Sets([], [], [], [], [], arena=arena, names=[f"{k} of input set {i}" for i, k, _ in regions])
         seeds = [buffers.new_seed() for _ in range(n)]
         for i in range(n):
             a, b = got[(i, "A")], got[(i, "B")]
@@ -492,11 +498,13 @@ class Judge:
             if with_bt:
                 got[(i, "Bt")][...] = b.T
             s.Bt.append(got[(i, "Bt")] if with_bt else b)
+            if ws is not None:
+                s.W.append(got[(i, "W")])
         return s, seeds
 
-    def check_sets(self, sets: Sets, what: str, indices) -> None:
+    def check_sets(self, sets: Sets, what: str, indices) -> list[int]:
         """Check a random sample of the sets (always the first and the last) in full; the spot checks
-        have already looked at every set after every call."""
+        have already looked at every set after every call. Returns the sample."""
         idx = list(indices)
         sample = sorted(set(random.sample(idx, min(len(idx), 8))) | {idx[0], idx[-1]})
         vendor = cp.empty_like(sets.C[0])
@@ -508,6 +516,38 @@ class Judge:
                                      ratio=self.cfg.verify.uniform_error_ratio if uniform else None)
             except Failed as f:
                 raise Failed(Stage.TIMING, f"{what}: {f.reason}") from None
+        return sample
+
+    def check_replay_determinism(self, graph, guard: guards.Guard, sets: Sets, sample: list[int],
+                                 flush: cp.ndarray) -> None:
+        """The candidate's graph replayed once more on the same inputs (C and workspaces made fresh,
+        the chip scrubbed, the L2 flushed, as before every replay) gives the sampled sets' outputs
+        bit for bit again: timed calls are held to verification's determinism too."""
+        timeout = self.cfg.verify.call_timeout_s
+        with self.stream:
+            kept = {i: sets.C[i].copy() for i in sample}
+            guard.prep(regen_x=False)
+            guards.scrub()
+            timing.flush_l2(flush)
+            graph.launch(self.stream)
+            self.wait(Stage.TIMING, timeout)
+        self.drain_device(Stage.TIMING, timeout)
+        for i in sample:
+            ok, st = compare.bitwise(sets.C[i], kept[i])
+            if not ok:
+                self.record("timing", "determinism", set=i, **st)
+                raise Failed(Stage.DETERMINISM, f"a timed replay on identical inputs differs from the one before it in "
+                                                f"{st['differing']} outputs of input set {i} (a race or order-dependent "
+                                                "reduction)")
+
+
+def check_arena(arena: buffers.Arena, name, when: str) -> None:
+    """No byte of `arena` outside its buffers changed (`name(i)` names region i in the message)."""
+    bad, first = arena.damage()
+    if bad:
+        i, past = arena.where(first)
+        where = f"{past} bytes past the end of {name(i)}" if i >= 0 else f"{past} bytes into the arena"
+        raise Failed(Stage.CANARY, f"{bad} bytes outside every buffer changed{when}, the first {where}")
 
 
 def _error_name(rc: int) -> str:
@@ -572,11 +612,10 @@ def _xmodes(seed: int, rejudge: bool):
 
 
 def release_memory() -> None:
-    """Give the pool's free blocks back only when they hold much of the card: the next candidate at
-    the same shape reuses them, and cudaMalloc/cudaFree of hundreds of sets is slow."""
-    pool = cp.get_default_memory_pool()
-    if pool.total_bytes() - pool.used_bytes() > 0.25 * cp.cuda.runtime.memGetInfo()[1]:
-        pool.free_all_blocks()
+    """Give all the pool's free blocks back to the driver: freed memory is then unmapped, not
+    somewhere a call could keep things for a later one (the buffers calls see are arenas, one
+    cudaMalloc each, so this costs little)."""
+    cp.get_default_memory_pool().free_all_blocks()
 
 
 def summarize(p: Problem, times: dict, dev: DeviceInfo, cfg: Config) -> dict:

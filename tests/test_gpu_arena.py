@@ -1,0 +1,53 @@
+"""An arena leaves no byte unaccounted for: every byte outside its buffers is checked background,
+including the slack after a buffer of odd size, and its layout carries no fixed alignment."""
+
+import cupy as cp
+import pytest
+
+from cudal2.harness import buffers
+
+pytestmark = pytest.mark.gpu
+
+SIZES = [1000, 3, 4096, 0, 77777]
+
+
+@pytest.fixture
+def arena():
+    return buffers.Arena(SIZES, 4096)
+
+
+def test_fresh_arena_is_undamaged(arena):
+    assert arena.damage() == (0, -1)
+
+
+def test_writes_inside_buffers_are_not_damage(arena):
+    for i, n in enumerate(SIZES):
+        arena.raw[arena.offsets[i]:arena.offsets[i] + n] = 7
+    assert arena.damage() == (0, -1)
+
+
+@pytest.mark.parametrize("region", [0, 1, 4])
+def test_the_byte_after_each_buffer_is_checked(arena, region):
+    end = arena.offsets[region] + SIZES[region]
+    arena.raw[end] = arena.raw[end] ^ 1
+    bad, first = arena.damage()
+    assert (bad, first) == (1, end)
+    assert arena.where(first) == (region, 0)
+
+
+def test_the_last_page_byte_is_checked(arena):
+    arena.raw[-1] = arena.raw[-1] ^ 0x80
+    assert arena.damage() == (1, arena.nbytes - 1)
+
+
+def test_regions_are_256_aligned_in_whole_pages_and_do_not_overlap(arena):
+    assert arena.nbytes % buffers.PAGE == 0
+    spans = sorted((o, o + s) for o, s in zip(arena.offsets, SIZES))
+    assert all(a[1] < b[0] for a, b in zip(spans, spans[1:]))
+    assert all(arena.ptr(i) % buffers.ALIGN == 0 for i in range(len(SIZES)))
+
+
+def test_offsets_are_random_beyond_256_bytes():
+    # The stages cannot be told apart by alignment: offsets vary above the 256-byte grain.
+    seen = {buffers.Arena([4096], 65536).ptr(0) % (1 << 21) for _ in range(8)}
+    assert len(seen) > 1
