@@ -460,13 +460,13 @@ class Judge:
     def check_inputs(self, sets: Sets, seeds: list[int], regen_a: bool, fmode: str, flush: cp.ndarray) -> None:
         """After the candidate's last timed call: the operand no call regenerates is bitwise what its
         seed gives (regenerated now: no copy of it existed where a call could reach), the baselines'
-        Bᵀ is still B's transpose, no byte of the sets' arena outside a buffer changed, and the L2
+        fixed Bᵀ is still B's transpose, no byte of the sets' arena outside a buffer changed, and the L2
         flush buffer still holds the zeros the flush left."""
         fixed = sets.B if regen_a else sets.A
         for i, (live, seed) in enumerate(zip(fixed, seeds)):
             if not buffers.matches(live, fmode, seed):
                 raise Failed(Stage.INPUTS, f"{'B' if regen_a else 'A'} of input set {i} changed during timing")
-        for i, (b, bt) in enumerate(zip(sets.B, sets.Bt)):
+        for i, (b, bt) in enumerate(zip(sets.B, sets.Bt) if regen_a else ()):   # else Bᵀ is regenerated
             if bt is not b and not bool((bt == b.T).all()):
                 raise Failed(Stage.INPUTS, f"the baselines' transposed B of input set {i} changed during timing")
         check_arena(sets.arena, lambda i: sets.names[i], " during timing")
