@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The library as a pip user gets it, on the GPU machine (carry .whl): build the wheel, install it
+# (not editable) into a fresh venv that sees only the system's torch, and run the library's GPU
+# tests from outside the source tree, against the installed package, with empty caches.
+#   device run: bash scripts/wheel_check.sh [pytest args]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+src=$PWD
+tmp=$(mktemp -d /tmp/cudal2-wheel.XXXXXX)
+export HOME=$tmp/home XDG_CACHE_HOME=$tmp/cache CUPY_CACHE_DIR=$tmp/cache/cupy
+mkdir -p "$HOME"
+unset PYTHONPATH
+python3 -m pip wheel -q --no-deps --no-build-isolation -w "$tmp/dist" . >/dev/null
+python3 -m venv --system-site-packages "$tmp/venv"
+"$tmp/venv/bin/python" -m pip install -q --no-index --find-links "$src/.whl" "$tmp"/dist/cudal2-*.whl
+cp -r "$src/tests" "$tmp/tests"
+cd "$tmp"
+echo "installed: $("$tmp/venv/bin/python" -c 'import cudal2, os; print(os.path.dirname(cudal2.__file__))')"
+"$tmp/venv/bin/python" -m pytest -m gpu -p no:cacheprovider -q -rA tests/test_gpu_library.py tests/test_gpu_dispatch.py "$@" 2>&1 \
+    | tee "${OUT:-/tmp}/wheel_check.log"
