@@ -3,13 +3,14 @@ torch calls of served shapes run the library's kernel in C++ (counted per entry)
 runs F.linear's kernel (counted per reason), and the op works under CUDA graphs and torch.compile."""
 
 import os
-from pathlib import Path
 
 import pytest
 
+from cudal2.resources import resource
+
 pytestmark = pytest.mark.gpu
 
-FOLDER = Path(__file__).resolve().parent.parent / "kernels_out" / "sm90"
+FOLDER = resource("kernels_out") / "sm90"   # the installed package's, under scripts/wheel_check.sh
 
 
 @pytest.fixture(scope="module")

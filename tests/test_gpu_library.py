@@ -117,10 +117,9 @@ def test_host_tensors_are_refused_on_a_gpu_machine(lib):
 def test_a_shipped_cubin_runs_without_a_compiler():
     import cupy as cp
 
-    from pathlib import Path
-
     from cudal2.config import BuildConfig
-    folder = Path(__file__).resolve().parent.parent / "kernels_out" / "sm90"
+    from cudal2.resources import resource
+    folder = resource("kernels_out") / "sm90"
     lib = Library(folder, BuildConfig(nvcc="/nonexistent/nvcc"))  # any build attempt would fail
     e = min((x for x in lib.served if x.binary), key=lambda x: x.M * x.N * x.K)
     A = cp.random.standard_normal((e.M, e.K), dtype=cp.float32).astype(cp.float16)

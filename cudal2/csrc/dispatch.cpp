@@ -1,5 +1,6 @@
-// The library's per-call path in C++: `torch.ops.cudal2.linear(x, W, bias)` (and the same
-// function as a plain Python builtin, `linear`, for eager calls).
+// The library's per-call path in C++: `torch.ops.cudal2.linear(x, W, bias)`, and `front`, the
+// plain Python builtin that `cudal2.linear` calls in eager mode (the same function after a strict
+// check of its inputs).
 //
 // Guarantees:
 // - one hash lookup of (M, N, K) among the kernels Python registered (`add_kernel`: the served
@@ -12,10 +13,15 @@
 //   tensor that is not a dense fp16 CUDA matrix, or autograd in use; every fallback is counted
 //   by reason, every hit per kernel (`stats`);
 // - a launch that fails removes its kernel from the table (recorded in `stats`) and the call
-//   falls back: a broken kernel costs itself, never the caller.
+//   falls back: a broken kernel costs itself, never the caller;
+// - a shape Python declared served but has not loaded yet (`set_pending`: exact shapes, and the
+//   (N, K) of M-range entries) is loaded on its first call through Python's loader (under the
+//   GIL), once: a shape the loader declines goes to the vendor from then on without asking again;
+// - `front` raises the library's InputError (one line) for host tensors, a dtype other than fp16
+//   or shapes that do not multiply, makes a strided x dense, and is otherwise `linear`.
 //
-// Does not: load modules (Python loads and hash-checks them and passes the function handles),
-// resolve launch specs (Python does, per shape), or synchronize.
+// Does not: load modules itself (Python loads and hash-checks them and passes the function
+// handles), resolve launch specs (Python does, per shape), or synchronize.
 #include <ATen/ATen.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
 #include <c10/core/GradMode.h>
@@ -94,6 +100,37 @@ enum Fallback { NO_ENTRY = 0, UNALIGNED, BIAS, NOT_DENSE_FP16, AUTOGRAD, FAILED,
 const char* kFallbackNames[N_FALLBACKS] = {"no_entry", "unaligned", "bias", "not_dense_fp16", "autograd", "failed"};
 std::atomic<int64_t> g_fallbacks[N_FALLBACKS];
 
+// Python's side of lazy loading, and the exception type `front` raises (leaked on purpose: they
+// must outlive any call made during interpreter shutdown).
+PyObject* g_loader = nullptr;
+PyObject* g_input_error = nullptr;
+std::unordered_map<uint64_t, bool> g_pending;     // exact shapes not loaded yet -> asked already
+std::unordered_map<uint64_t, bool> g_ranged;      // (N, K) of M-range entries
+std::unordered_map<uint64_t, bool> g_declined;    // shapes the loader did not register
+
+// Ask Python to load and register the entry for (M, N, K); true when the table now has it.
+bool load_pending(int64_t M, int64_t N, int64_t K) {
+  const uint64_t key = shape_key(M, N, K);
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    const bool exact = g_pending.erase(key) > 0;
+    if (!exact && (!g_ranged.count(shape_key(0, N, K)) || g_declined.count(key))) return false;
+    if (!g_loader) return false;
+  }
+  bool ok = false;
+  {
+    pybind11::gil_scoped_acquire gil;
+    try {
+      ok = pybind11::reinterpret_borrow<pybind11::object>(g_loader)(M, N, K).cast<bool>();
+    } catch (pybind11::error_already_set& e) {
+      ok = false;   // the loader disables a broken entry itself; the call goes to the vendor
+    }
+  }
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (!ok) g_declined[key] = true;
+  return ok && g_table.count(key);
+}
+
 at::Tensor vendor(const at::Tensor& x, const at::Tensor& w, const c10::optional<at::Tensor>& bias, Fallback why) {
   g_fallbacks[why].fetch_add(1, std::memory_order_relaxed);
   return at::linear(x, w, bias);
@@ -165,7 +202,7 @@ bool run(Kernel& k, void* a, void* b, void* c, void* ws, int32_t M, int32_t N, i
   return true;
 }
 
-at::Tensor linear(const at::Tensor& x, const at::Tensor& w, const c10::optional<at::Tensor>& bias) {
+at::Tensor serve(const at::Tensor& x, const at::Tensor& w, const c10::optional<at::Tensor>& bias) {
   if (bias.has_value() && bias->defined()) return vendor(x, w, bias, BIAS);
   if (x.scalar_type() != at::kHalf || w.scalar_type() != at::kHalf || !x.is_cuda() || !w.is_cuda() ||
       w.dim() != 2 || x.dim() < 1 || !x.is_contiguous() || !w.is_contiguous())
@@ -175,7 +212,10 @@ at::Tensor linear(const at::Tensor& x, const at::Tensor& w, const c10::optional<
   if (x.size(-1) != K || K == 0) return vendor(x, w, bias, NOT_DENSE_FP16);
   const int64_t M = x.numel() / K;
   auto it = g_table.find(shape_key(M, N, K));
-  if (it == g_table.end()) return vendor(x, w, bias, NO_ENTRY);
+  if (it == g_table.end()) {
+    if ((g_pending.empty() && g_ranged.empty()) || !load_pending(M, N, K)) return vendor(x, w, bias, NO_ENTRY);
+    it = g_table.find(shape_key(M, N, K));
+  }
   if (reinterpret_cast<uintptr_t>(x.data_ptr()) % 256 || reinterpret_cast<uintptr_t>(w.data_ptr()) % 256)
     return vendor(x, w, bias, UNALIGNED);
   Kernel& k = *it->second;
@@ -230,6 +270,51 @@ void add_kernel(const std::string& id, int64_t M, int64_t N, int64_t K, int64_t 
 void clear() {
   std::lock_guard<std::mutex> lock(g_mu);
   g_table.clear();  // kernels stay allocated: a call in flight may still hold one
+  g_pending.clear();
+  g_ranged.clear();
+  g_declined.clear();
+}
+
+// What Python serves but loads on first use: exact (M, N, K) and the (N, K) of M-range entries;
+// `loader(M, N, K) -> bool` registers one; `input_error` is the exception type `front` raises.
+void set_pending(const std::vector<std::tuple<int64_t, int64_t, int64_t>>& exact,
+                 const std::vector<std::tuple<int64_t, int64_t>>& ranged, pybind11::object loader,
+                 pybind11::object input_error) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  for (const auto& [M, N, K] : exact) g_pending[shape_key(M, N, K)] = false;
+  for (const auto& [N, K] : ranged) g_ranged[shape_key(0, N, K)] = true;
+  Py_XDECREF(g_loader);
+  Py_XDECREF(g_input_error);
+  g_loader = loader.inc_ref().ptr();
+  g_input_error = input_error.inc_ref().ptr();
+}
+
+[[noreturn]] void input_error(const std::string& msg) {
+  PyErr_SetString(g_input_error ? g_input_error : PyExc_ValueError, msg.c_str());
+  throw pybind11::error_already_set();
+}
+
+std::string shape_str(const at::Tensor& t) {
+  std::string s = "(";
+  for (int64_t i = 0; i < t.dim(); ++i) s += (i ? ", " : "") + std::to_string(t.size(i));
+  return s + (t.dim() == 1 ? ",)" : ")");
+}
+
+// cudal2.linear's eager front door: the library's one-line errors, then `linear`.
+at::Tensor front(const at::Tensor& x, const at::Tensor& w, const c10::optional<at::Tensor>& bias) {
+  if (w.dim() != 2 || x.dim() < 1 || x.size(-1) != w.size(1))
+    input_error("cudal2.linear: x is " + shape_str(x) + " and W " + shape_str(w) + "; want x (..., K) and W (N, K)");
+  if (bias.has_value() && bias->defined() && (bias->dim() != 1 || bias->size(0) != w.size(0)))
+    input_error("cudal2.linear: bias is " + shape_str(*bias) + "; want (" + std::to_string(w.size(0)) + ",)");
+  const std::pair<const char*, const at::Tensor*> named[] = {{"x", &x}, {"W", &w}};
+  for (const auto& [name, t] : named) {
+    if (!t->is_cuda())
+      input_error(std::string("cudal2: ") + name + " is in host memory; cudal2 computes on CUDA arrays (move it to the GPU)");
+    if (t->scalar_type() != at::kHalf)
+      input_error(std::string("cudal2: ") + name + " is " + std::string(c10::toString(t->scalar_type())) +
+                  "; cudal2 computes fp16 GEMMs (cast it, e.g. .half())");
+  }
+  return serve(x.is_contiguous() ? x : x.contiguous(), w, bias);
 }
 
 // (hits per kernel id, fallbacks per reason, disabled kernels with why)
@@ -257,7 +342,7 @@ void reset_stats() {
 }  // namespace
 
 TORCH_LIBRARY(cudal2, m) { m.def("linear(Tensor x, Tensor w, Tensor? bias=None) -> Tensor"); }
-TORCH_LIBRARY_IMPL(cudal2, CUDA, m) { m.impl("linear", &linear); }
+TORCH_LIBRARY_IMPL(cudal2, CUDA, m) { m.impl("linear", &serve); }
 // Any other device: exactly F.linear (a patched layer given a CPU input keeps working).
 TORCH_LIBRARY_IMPL(cudal2, CPU, m) { m.impl("linear", [](const at::Tensor& x, const at::Tensor& w,
                                                          const c10::optional<at::Tensor>& b) { return at::linear(x, w, b); }); }
@@ -265,7 +350,9 @@ TORCH_LIBRARY_IMPL(cudal2, CPU, m) { m.impl("linear", [](const at::Tensor& x, co
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   // The same function as the op, called directly: eager calls skip the dispatcher's boxing (the
   // op is what torch.compile traces; a CUDA graph captures either).
-  m.def("linear", &linear, pybind11::arg("x"), pybind11::arg("w"), pybind11::arg("bias") = pybind11::none());
+  m.def("linear", &serve, pybind11::arg("x"), pybind11::arg("w"), pybind11::arg("bias") = pybind11::none());
+  m.def("front", &front, pybind11::arg("x"), pybind11::arg("w"), pybind11::arg("bias") = pybind11::none());
+  m.def("set_pending", &set_pending);
   m.def("add_kernel", &add_kernel);
   m.def("clear", &clear);
   m.def("stats", &stats);

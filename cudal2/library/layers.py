@@ -4,9 +4,10 @@ which route a model's fp16 `torch.nn.Linear` layers through the library.
 Guarantees:
 - `linear(x, W, bias)` equals `torch.nn.functional.linear(x, W, bias)` for fp16 CUDA tensors: x of
   shape (..., K) (its rows are made dense when they are not), W of (N, K), bias of (N,) or None;
-  the call is one `torch.ops.cudal2.linear` (the compiled dispatcher, `cudal2 library build`) or,
-  without it, `torch.ops.cudal2.hgemm` (Python dispatch): `torch.compile` traces either and CUDA
-  graphs capture either; wrong inputs raise the library's one-line `InputError`;
+  the call is one call into the compiled dispatcher (`cudal2 library build`; the op
+  `torch.ops.cudal2.linear` under torch.compile) or, without it, `torch.ops.cudal2.hgemm` (Python
+  dispatch): `torch.compile` traces either and CUDA graphs capture either; wrong inputs raise the
+  library's one-line `InputError`;
 - `patch(model)` returns how many layers it routed: every `nn.Linear` whose weight is fp16 and
   whose (out, in) features the library serves at some M (on a machine without a library, every
   fp16 layer: they keep their own forward for host inputs anyway); the others stay untouched, so
@@ -42,45 +43,27 @@ def _validate(x, W, bias) -> None:
 
 
 def linear(x, W, bias=None):
-    """F.linear(x, W, bias) through the default library. The common case (fp16 CUDA tensors, the
-    compiled dispatcher in use) is a few attribute reads and a set lookup, then one C++ call (a
-    served shape) or F.linear itself (any other: the vendor at no extra dispatch)."""
-    s = _SHORT[0]
-    if s is not None and x.dtype is s.fp16 and W.dtype is s.fp16 and x.is_cuda and not s.compiling():
-        K = W.shape[1]
-        key = (x.numel() // K, W.shape[0], K)
-        if bias is None and x.shape[-1] == K and key in s.keys:
-            return s.call(x, W, None)
-        if bias is not None or (key not in s.pending and (W.shape[0], K) not in s.ranged):
-            why = "no_entry" if bias is None else "bias"
-            s.fallbacks[why] = s.fallbacks.get(why, 0) + 1
-            return s.vendor(x, W, bias)
+    """F.linear(x, W, bias) through the default library. Once the default library is in the
+    compiled dispatcher, a call is that dispatcher's `front` (checks, lookup, launch or F.linear's
+    kernel, all in C++); torch.compile traces it as the op (see `dispatch.load`)."""
+    front = _FRONT[0]
+    if front is not None:
+        try:
+            return front(x, W, bias)
+        except TypeError:
+            pass   # not tensors: the long way below says so in one line
     from cudal2 import library
     _validate(x, W, bias)
     if not x.is_contiguous():
         x = x.contiguous()
     lib = library._default or library.default()
     y = lib.linear(x, W, bias)
-    if lib._ext is not None and lib is library._default and (s is None or s.lib is not lib):
-        _SHORT[0] = _Short(lib)   # from now on, the default library's calls take the short way
+    if lib._ext is not None and lib is library._default:
+        _FRONT[0] = lib._ext.front   # the default library is in the dispatcher: later calls go straight there
     return y
 
 
-class _Short:
-    """What `linear`'s short way reads: the shapes registered in the compiled dispatcher and those
-    served but not yet registered (live views: the long way registers them on their first call),
-    the (N, K) of M-range entries (the long way too), the dispatcher's `linear`, F.linear, and the
-    library's fallback counts."""
-
-    def __init__(self, lib):
-        import torch
-        self.lib, self.keys, self.pending, self.ranged = lib, lib._registered, lib._pending, lib._ranged
-        self.fallbacks = lib._fallbacks
-        self.call, self.vendor = lib._ext.linear, torch.nn.functional.linear
-        self.compiling, self.fp16 = torch.compiler.is_compiling, torch.float16
-
-
-_SHORT: list = [None]
+_FRONT: list = [None]
 
 
 def python_linear(lib, x, W, bias=None):

@@ -15,8 +15,8 @@ Guarantees:
   synchronization; the workspace comes from the caller's framework allocator;
 - with torch and the compiled dispatcher built (`cudal2 library build`), torch calls run in C++
   (`torch.ops.cudal2.linear`): a served v2 entry is loaded (hash-checked) and registered there on
-  the first call at its shape (an M-range entry per M); the dispatcher counts hits and
-  fallbacks, merged into `stats()`. Without it, the same dispatch runs in Python;
+  the first call at its shape (an M-range entry per M), the dispatcher asking `_load_for`; it
+  counts hits and fallbacks, merged into `stats()`. Without it, the same dispatch runs in Python;
 - a kernel that fails (non-zero status, a build or hash failure) is disabled for the process with
   a warning, and the call falls back to the vendor GEMM.
 
@@ -59,10 +59,6 @@ class Library:
         self._lock = threading.Lock()
         self._ext: Any = None            # the compiled dispatcher, once this library is registered in it
         self._ranged = {(e.N, e.K) for e in self.served if e.m_range is not None}
-        self._registered: set[tuple[int, int, int]] = set()
-        # Served exact shapes not yet in the dispatcher: each is loaded on its first call, so a
-        # first call pays for one binary, not for all of them (filled by `compiled`).
-        self._pending: dict[tuple[int, int, int], Entry] = {}
 
     # --- what is in it -----------------------------------------------------------------------
     @property
@@ -116,25 +112,30 @@ class Library:
             return None
         if ext is None:
             return None
+        from cudal2.library import layers
+        from cudal2.library.arrays import InputError
+        layers._FRONT[0] = None   # cudal2.linear's short way served the library this one replaces
         ext.clear()
+        # Served shapes load on their first call (the dispatcher asks `_load_for`), so a first call
+        # pays for one binary, not for all of them.
+        ext.set_pending([(e.M, e.N, e.K) for e in self.served if e.m_range is None], sorted(self._ranged),
+                        self._load_for, InputError)
         _Active.library = self
         self._ext = ext
-        # In place: the short way in layers.py holds these very objects.
-        self._registered.clear()
-        self._pending.clear()
-        self._pending.update({(e.M, e.N, e.K): e for e in self.served if e.m_range is None})
         return ext
 
-    def _register(self, e: Entry, M: int) -> None:
+    def _load_for(self, M: int, N: int, K: int) -> bool:
+        """The dispatcher's loader: register the served entry for (M, N, K); whether one is now in."""
+        e = self.lookup(M, N, K)
+        if e is None or e.binary is None or e.id in self._disabled:
+            return False   # v1 host code is not dispatched in C++: its shapes go to the vendor there
         from cudal2.library import dispatch
-        if e.binary is None or e.id in self._disabled:
-            return   # v1 host code is not dispatched in C++: its shapes go to the vendor there
         try:
-            dispatch.register(self._ext, e.id, self._candidate(e), M, e.N, e.K)
-            self._registered.add((M, e.N, e.K))
-            self._pending.pop((M, e.N, e.K), None)
+            dispatch.register(self._ext, e.id, self._candidate(e), M, N, K)
+            return True
         except Exception as err:  # noqa: BLE001  a broken entry costs itself, never the caller
             self._disable(e, str(err))
+            return False
 
     def linear(self, x, W, bias=None):
         """F.linear(x, W, bias) for fp16 CUDA torch tensors through this library (x of any leading
@@ -147,27 +148,11 @@ class Library:
 
     def _dispatch(self, x, W, bias):
         """The call through the compiled dispatcher (the op while torch.compile traces, else its
-        builtin), after registering the entry for this shape; None when there is no dispatcher."""
+        builtin); None when there is no dispatcher."""
         ext = self._ext if _Active.library is self else self.compiled()
         if ext is None:
             return None
-        self._register_for(x, W)
         return _op()(x, W, bias) if _compiling() else ext.linear(x, W, bias)
-
-    def _register_for(self, x, W) -> None:
-        """Load and register the entry that serves this call's shape, if it is not in yet."""
-        N, K = W.shape
-        if not K:
-            return
-        key = (x.numel() // K, N, K)
-        if key in self._registered:
-            return
-        if key in self._pending:
-            self._register(self._pending.pop(key), key[0])
-        elif (N, K) in self._ranged:
-            e = self.lookup(*key)
-            if e is not None and e.m_range is not None:
-                self._register(e, key[0])
 
     def _fallback(self, why: str, ops, A, B):
         self._fallbacks[why] = self._fallbacks.get(why, 0) + 1
