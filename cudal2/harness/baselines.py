@@ -30,15 +30,16 @@ _autotuned: dict[tuple[int, int, int], int] = {}
 @dataclass
 class Sets:
     """Rotating input sets for timing: per set A, B, (Bᵀ), the candidate's C, the baselines' C and
-    the candidate's workspace (pointers), all regions of one `arena` (a `buffers.Arena`)."""
+    the candidate's workspace (pointers), regions of `buffers.Arena`s."""
     A: list[cp.ndarray]
     B: list[cp.ndarray]
     Bt: list[cp.ndarray]
     C: list[cp.ndarray]
     Cb: list[cp.ndarray]
     W: list[int] = field(default_factory=list)
-    arena: object = None
-    names: list[str] = field(default_factory=list)   # per arena region: what it is ("A of set 3")
+    arena: object = None                              # the candidate's A, B, C and workspaces
+    names: list[str] = field(default_factory=list)   # per arena region: what it is ("A of input set 3")
+    spare: object = None                              # the baselines' own buffers, in an arena apart
 
     def __len__(self) -> int:
         return len(self.A)

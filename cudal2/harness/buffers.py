@@ -5,8 +5,9 @@ Guarantees:
 - an `Arena` is one allocation of whole 2 MiB pages (its own cudaMalloc, outside cupy's pool, so
   no page of it is shared with other memory) holding its buffers in a random order, each at a
   random 256-byte-aligned offset behind a random gap; every byte that belongs to no buffer (the
-  gaps, the tail, the slack after a buffer of any size) is background: per-word hashes of a seed
-  kept on the host. `damage` regenerates the background and counts the bytes that changed, so a
+  gaps, the tail, the slack after a buffer of any size) is background: per-word outputs of the
+  keyed PRF (`guards.PRF_SRC`) under a seed kept on the host, so no background word gives away
+  the seed (a kernel cannot rewrite the background and restore it). `damage` regenerates the background and counts the bytes that changed, so a
   write outside the buffers, anywhere in the arena, is found whenever it is checked, and no copy
   of what the background should be exists where a kernel could reach. Verification buffers and
   timing sets are laid out by the same rule: the addresses alone do not tell the stages apart;
@@ -27,20 +28,15 @@ from typing import Sequence
 import cupy as cp
 import numpy as np
 
+from cudal2.harness.guards import PRF_SRC
+
 PAGE = 2 << 20  # the driver maps device memory in 2 MiB pages
 ALIGN = 256
 
-_SRC = r"""
-typedef unsigned long long u64;
-__device__ __forceinline__ u64 mix(u64 z) {
-    z += 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
+_SRC = PRF_SRC + r"""
 extern "C" __global__ void cudal2_background(u64* w, long long words, u64 seed) {
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < words; i += (long long)gridDim.x * blockDim.x)
-        w[i] = mix(seed ^ mix((u64)i));
+        w[i] = prf(seed, (u64)i);
 }
 // Bytes of the background (outside every region [start, end), sorted; starts 8-byte aligned) that
 // differ from their hash: out[0] += count, out[1] = min(first offset).
@@ -48,7 +44,7 @@ extern "C" __global__ void cudal2_background_check(const u64* w, long long words
                                                    const long long* end, int regions, u64* out) {
     u64 bad = 0, first = ~0ull;
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < words; i += (long long)gridDim.x * blockDim.x) {
-        const u64 d = w[i] ^ mix(seed ^ mix((u64)i));
+        const u64 d = w[i] ^ prf(seed, (u64)i);
         if (!d) continue;
         const long long b0 = i * 8;
         int lo = 0, hi = regions;            // the last region starting at or before b0

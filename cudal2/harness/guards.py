@@ -34,7 +34,7 @@ import numpy as np
 
 SAMPLES = 32  # outputs checked per set per check, one block each
 
-_SRC = r"""
+PRF_SRC = r"""
 #include <cuda_fp16.h>
 typedef unsigned long long u64;
 
@@ -44,6 +44,26 @@ __device__ __forceinline__ u64 mix(u64 z) {
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
 }
+// The keyed PRF behind every value the harness writes where a kernel under test can read it:
+// SipHash-1-3 of one 64-bit word under (key, mix(key)). Unlike `mix` (a bijection anyone can
+// invert), seeing its outputs reveals nothing usable about the key, so no filled byte gives away
+// the key that predicts the next fill or the positions a check will read.
+__device__ __forceinline__ u64 rotl(u64 x, int b) { return (x << b) | (x >> (64 - b)); }
+#define SIPROUND do { v0 += v1; v1 = rotl(v1, 13); v1 ^= v0; v0 = rotl(v0, 32); v2 += v3; v3 = rotl(v3, 16); \
+    v3 ^= v2; v0 += v3; v3 = rotl(v3, 21); v3 ^= v0; v2 += v1; v1 = rotl(v1, 17); v1 ^= v2; v2 = rotl(v2, 32); } while (0)
+__device__ __forceinline__ u64 prf(u64 key, u64 m) {
+    const u64 k1 = mix(key);
+    u64 v0 = key ^ 0x736f6d6570736575ull, v1 = k1 ^ 0x646f72616e646f6dull;
+    u64 v2 = key ^ 0x6c7967656e657261ull, v3 = k1 ^ 0x7465646279746573ull;
+    v3 ^= m; SIPROUND; v0 ^= m;
+    const u64 b = 8ull << 56;
+    v3 ^= b; SIPROUND; v0 ^= b;
+    v2 ^= 0xFF; SIPROUND; SIPROUND; SIPROUND;
+    return v0 ^ v1 ^ v2 ^ v3;
+}
+"""
+
+_SRC = PRF_SRC + r"""
 // About N(0, 1): four 16-bit uniforms summed (exact in fp32), centred and scaled with correctly
 // rounded steps, so every kernel that calls it gets the same bits.
 __device__ __forceinline__ float normal_of(u64 h) {
@@ -55,7 +75,7 @@ __device__ __forceinline__ float normal_of(u64 h) {
 // cancels: long same-sign runs of similar terms, a small dot product (what exposes low-precision
 // partial sums).
 __device__ __forceinline__ __half gen(u64 key, unsigned call, u64 i, int mode, int K, int sb) {
-    const u64 h = mix(key ^ mix(((u64)call << 40) ^ i));
+    const u64 h = prf(key, ((u64)call << 40) ^ i);
     float v;
     if (mode == 0) {
         v = normal_of(h);
@@ -66,7 +86,9 @@ __device__ __forceinline__ __half gen(u64 key, unsigned call, u64 i, int mode, i
     }
     return __float2half_rn(v);
 }
-__device__ __forceinline__ u64 set_key(u64 key, int set) { return key ^ mix(0x5E7ull + (u64)set); }
+// Keys derived under the PRF: one per set, and per (set, call) one for its workspace and its C.
+__device__ __forceinline__ u64 set_key(u64 key, int set) { return prf(key, (0x5E7ull << 40) ^ (u64)set); }
+__device__ __forceinline__ u64 sub_key(u64 k, u64 domain, unsigned call) { return prf(k, (domain << 40) ^ call); }
 
 extern "C" __global__ void cudal2_fill(__half* X, long long n, u64 key, int mode, int K, int sb) {
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
@@ -101,18 +123,22 @@ extern "C" __global__ void cudal2_prep(__half* const* X, long long rows, int K, 
     }
     if (ws != nullptr) {
         unsigned char* w = ws[set];
+        const u64 kw = sub_key(k, 0x5A5Aull, call);
         const long long words = ws_bytes / 8;
         for (long long i = tid; i < words; i += stride)
-            reinterpret_cast<u64*>(w)[i] = mix(k ^ 0x5A5A5A5Aull ^ ((u64)call << 40) ^ (u64)i);
+            reinterpret_cast<u64*>(w)[i] = prf(kw, (u64)i);
         for (long long i = words * 8 + tid; i < ws_bytes; i += stride)
-            w[i] = (unsigned char)mix(k ^ 0xA5A5ull ^ ((u64)call << 40) ^ (u64)i);
+            w[i] = (unsigned char)prf(kw, (1ull << 62) ^ (u64)i);
     }
     __half* c = C[set];
+    const u64 kc = sub_key(k, 0x3C3Cull, call);
     for (long long i = tid; i < c_elems; i += stride)
-        c[i] = __float2half_rn(c_scale * normal_of(mix(k ^ 0x3C3Cull ^ ((u64)call << 40) ^ (u64)i)));
+        c[i] = __float2half_rn(c_scale * normal_of(prf(kc, (u64)i)));
 }
 
-// Grid (sets, SAMPLES), 256 threads: block (s, w) checks one output of set first + s. Neither
+// Grid (sets, SAMPLES), 256 threads: block (s, w) checks one output of set first + s, at a
+// position drawn from `pkey`, a key new to this launch (the judge enqueues a candidate's check
+// only once its calls are done, so the positions existed nowhere while they ran). Neither
 // operand is read from memory: the regenerated one (regen 1 = A, 2 = B) comes from this guard's
 // key and the check count, the fixed one from its set's seed in `fixed`, so nothing the kernel
 // under test can reach decides the reference.
@@ -121,12 +147,13 @@ extern "C" __global__ void cudal2_prep(__half* const* X, long long rows, int K, 
 // check's (count, failures) under `mac`, a key that exists only in this launch's parameters: a log
 // rewritten by anyone else does not carry the tag the host expects.
 extern "C" __global__ void cudal2_spot(__half* const* C, int M, int N, int K, int regen, int xmode, int fmode,
-                                       int sb, const u64* fixed, unsigned* log, u64 key, u64 mac, int first) {
+                                       int sb, const u64* fixed, unsigned* log, u64 key, u64 mac, int first,
+                                       u64 pkey) {
     __shared__ float red[2][8];
     const int set = first + blockIdx.x, w = blockIdx.y;
     const unsigned call = log[0];
     const u64 k = set_key(key, set), f = fixed[set];
-    const u64 h = mix(k ^ 0xC0FFEEull ^ ((u64)call << 40) ^ (u64)w);
+    const u64 h = prf(pkey, ((u64)set << 8) ^ (u64)w);
     int r = (int)((h & 0xFFFFFFFFull) % (u64)M), c = (int)((h >> 32) % (u64)N);
     if (w == 0) r = M - 1;
     if (w == 1) c = N - 1;
@@ -163,18 +190,46 @@ extern "C" __global__ void cudal2_spot(__half* const* C, int M, int N, int K, in
             log[8] = 0u;
             __threadfence();
             u64 tag = ((u64)log[11] << 32) | log[10];
-            tag = mix(tag ^ mac ^ ((u64)call << 32) ^ (u64)atomicAdd(&log[1], 0u));
+            tag = prf(mac, tag ^ ((u64)call << 32) ^ (u64)atomicAdd(&log[1], 0u));
             log[10] = (unsigned)tag; log[11] = (unsigned)(tag >> 32);
             log[0] = call + 1u;
         }
     }
 }
 
+// Grid (blocks, sets): mismatches between each set's operands and the generator, added to out[0]:
+// X[set] (rows x K, never transposed here) against this guard's key at the call `calls[set]` and
+// in the mode `xmodes[set]` it was drawn with, F[set] (frows x K) against its seed in `fixed`.
+extern "C" __global__ void cudal2_inputs_check(const __half* const* X, long long rows, const __half* const* F,
+                                               long long frows, int K, const int* xmodes, int fmode, int sb,
+                                               const unsigned* calls, const u64* fixed, u64 key,
+                                               unsigned long long* out) {
+    const int set = blockIdx.y;
+    const u64 k = set_key(key, set), f = fixed[set];
+    const unsigned call = calls[set];
+    const int xmode = xmodes[set];
+    unsigned long long bad = 0;
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < rows * K; i += stride)
+        bad += __half_as_ushort(X[set][i]) != __half_as_ushort(gen(k, call, (u64)i, xmode, K, sb));
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < frows * K; i += stride)
+        bad += __half_as_ushort(F[set][i]) != __half_as_ushort(gen(f, 0u, (u64)i, fmode, K, sb));
+    if (bad) atomicAdd(out, bad);
+}
+
 // Scrubbers: run untimed before calls, so no call finds what an earlier one left on the chip.
 // Shared memory: every byte of a block's largest dynamic allocation, one block per SM at a time.
+// The system-reserved bytes at the start of every block's shared memory too (a kernel can address
+// them through %reserved_smem_offset_begin/_end).
 extern "C" __global__ void cudal2_scrub_shared(u64 key, int words) {
     extern __shared__ u64 s[];
     for (int i = threadIdx.x; i < words; i += blockDim.x) s[i] = mix(key ^ ((u64)blockIdx.x << 32) ^ (u64)i);
+    unsigned rb, re;
+    asm volatile("mov.u32 %0, %%reserved_smem_offset_begin;" : "=r"(rb));
+    asm volatile("mov.u32 %0, %%reserved_smem_offset_end;" : "=r"(re));
+    __syncthreads();   // nothing of the system's use of those bytes is live in this kernel
+    for (unsigned a = rb + 4 * threadIdx.x; a + 4 <= re; a += 4 * blockDim.x)
+        asm volatile("st.shared.u32 [%0], %1;" :: "r"(a), "r"((unsigned)mix(key ^ a)) : "memory");
     __syncthreads();
 }
 // Local memory: a frame of LOCAL_WORDS words per thread at full occupancy (2048 threads per SM),
@@ -244,6 +299,31 @@ def _mix(z: int) -> int:
     return z ^ (z >> 31)
 
 
+def _rotl(x: int, b: int) -> int:
+    return ((x << b) | (x >> (64 - b))) & _MASK
+
+
+def prf(key: int, m: int) -> int:
+    """The device's `prf` (SipHash-1-3 of one word under (key, mix(key))), on the host."""
+    k1 = _mix(key)
+    v = [key ^ 0x736F6D6570736575, k1 ^ 0x646F72616E646F6D, key ^ 0x6C7967656E657261, k1 ^ 0x7465646279746573]
+
+    def rnd():
+        v[0] = (v[0] + v[1]) & _MASK; v[1] = _rotl(v[1], 13) ^ v[0]; v[0] = _rotl(v[0], 32)
+        v[2] = (v[2] + v[3]) & _MASK; v[3] = _rotl(v[3], 16) ^ v[2]
+        v[0] = (v[0] + v[3]) & _MASK; v[3] = _rotl(v[3], 21) ^ v[0]
+        v[2] = (v[2] + v[1]) & _MASK; v[1] = _rotl(v[1], 17) ^ v[2]; v[2] = _rotl(v[2], 32)
+
+    for word in (m & _MASK, 8 << 56):
+        v[3] ^= word
+        rnd()
+        v[0] ^= word
+    v[2] ^= 0xFF
+    for _ in range(3):
+        rnd()
+    return v[0] ^ v[1] ^ v[2] ^ v[3]
+
+
 @dataclass
 class Failure:
     check: int
@@ -271,24 +351,30 @@ class Log:
             first = Failure(int(v[2]), int(v[3]), int(v[4]), int(v[5]), float(f32[0]), float(f32[1]))
         tag = 0
         for call in range(int(v[0])):
-            tag = _mix(tag ^ self.mac ^ (call << 32))
+            tag = prf(self.mac, tag ^ (call << 32))
         return int(v[0]), int(v[1]), first, tag == (int(v[11]) << 32 | int(v[10]))
 
 
 class Guard:
     """One runner's prep and spot over its sets. `C` are its outputs; `K` the inner dimension.
     Timing (`X` given): `X` is the operand regenerated before each call (A when regen = 1, B or
-    its stored transpose when regen = 2), drawn in mode `xmodes()` of each prep; `fixed` are the
-    seeds the other operand was filled with (`fill(..., fmode)`), one per set. `ws` the workspaces
-    to randomize (pointers, with `ws_bytes` each)."""
+    its stored transpose when regen = 2), drawn in mode `xmodes()` of each prep; `F` is the other
+    operand, filled with `fill(..., fmode)` from `fixed`, one seed per set. `ws` the workspaces to
+    randomize (pointers, with `ws_bytes` each). `inputs_changed` compares both operands of every
+    set with what the generator gave them."""
 
     def __init__(self, C: list[cp.ndarray], K: int, X: list[cp.ndarray] | None = None, transposed: bool = False,
                  regen: int = 0, fixed: list[int] | None = None, fmode: str = "signed",
-                 xmodes=None, ws: list[int] | None = None, ws_bytes: int = 0):
+                 xmodes=None, ws: list[int] | None = None, ws_bytes: int = 0, F: list[cp.ndarray] | None = None):
         self.n, self.K, self.M, self.N = len(C), K, C[0].shape[0], C[0].shape[1]
         self.c_elems = C[0].size
         self.C = _ptrs(C)
         self.X = _ptrs(X) if X else None
+        self.F = _ptrs(F) if F else None
+        self.frows = F[0].size // K if F else 0
+        self.spots = 0                                        # checks enqueued: log[0] once they ran
+        self.set_calls = np.zeros(self.n, dtype=np.uint32)   # per set: the call its X was drawn at...
+        self.set_xmodes = np.zeros(self.n, dtype=np.int32)   # ...and in which mode
         self.rows = X[0].size // K if X else 0
         self.transposed, self.regen = int(transposed), regen
         self.fixed = cp.asarray(np.array(fixed or [0] * self.n, dtype=np.uint64))
@@ -307,6 +393,8 @@ class Guard:
         count = self.n - first if count is None else count
         if regen_x:
             self.xmode = MODES[self.xmodes()]
+            self.set_calls[first:first + count] = self.spots
+            self.set_xmodes[first:first + count] = self.xmode
         X = self.X if self.X is not None and regen_x else None
         work = max(self.rows * self.K // 8, self.ws_bytes // 8, self.c_elems, 1)
         blocks = int(min(512, max(1, math.ceil(work / 256))))
@@ -324,7 +412,20 @@ class Guard:
             (count, SAMPLES), (256,),
             (self.C, np.int32(self.M), np.int32(self.N), np.int32(self.K), np.int32(self.regen), np.int32(self.xmode),
              np.int32(self.fmode), np.int32(sign_block(self.K)), self.fixed, self.log.buf, self.key,
-             np.uint64(self.log.mac), np.int32(first)))
+             np.uint64(self.log.mac), np.int32(first), new_key()))
+        self.spots += 1
+
+    def inputs_changed(self) -> int:
+        """How many elements of the sets' operands differ from what the generator gave them
+        (regenerated now; reads the count back). Timing only, regenerated operand not transposed."""
+        out = cp.zeros(1, dtype=cp.uint64)
+        work = max(self.rows, self.frows) * self.K
+        _kernels().get_function("cudal2_inputs_check")(
+            (int(min(256, max(1, math.ceil(work / 256)))), self.n), (256,),
+            (self.X, np.int64(self.rows), self.F, np.int64(self.frows), np.int32(self.K),
+             cp.asarray(self.set_xmodes), np.int32(self.fmode), np.int32(sign_block(self.K)),
+             cp.asarray(self.set_calls), self.fixed, self.key, out))
+        return int(out.get()[0])
 
 
 class Scrubber:

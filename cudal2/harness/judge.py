@@ -360,16 +360,33 @@ class Judge:
                                   X=sets.A if regen_a else (sets.Bt if n == "cublas_nn" else sets.B),
                                   transposed=not regen_a and n == "cublas_nn", regen=1 if regen_a else 2,
                                   fixed=seeds, fmode=fmode, xmodes=_xmodes(mode_seed, rejudge),
-                                  ws=sets.W if n == "candidate" else None, ws_bytes=ws)
+                                  ws=sets.W if n == "candidate" else None, ws_bytes=ws,
+                                  F=(sets.B if regen_a else sets.A) if n == "candidate" else None)
                   for n in names}
             flush = cp.empty(int(tc.flush_l2_factor * dev.l2_bytes), dtype=cp.uint8)
 
-            def fresh(n: str, i: int | None = None) -> None:
-                gd[n].prep(*(() if i is None else (i, 1)))
+            def fresh(n: str, flush_here: bool = True) -> None:
+                # Every set, before every replay and every server call: no C, workspace or
+                # regenerated operand keeps what a call left there for a later one.
+                gd[n].prep()
                 if n == "candidate":
                     guards.scrub()   # no call finds on the chip what an earlier one left there
-                if i is None:
+                if flush_here:
                     timing.flush_l2(flush)   # the sets come from memory, as in a run over more data than the L2 holds
+
+            def checked(n: str, first: int = 0, count: int | None = None) -> None:
+                """After a runner's replay or call: its spot check; for the candidate, enqueued only
+                once its calls are done (the check's positions exist nowhere while they run), and
+                then nothing it could have left for a later call may remain: both operands of every
+                set as the generator gave them, the arena's background untouched. The host waits
+                after every runner alike, so every replay starts from the same rhythm."""
+                if n != "candidate":
+                    gd[n].spot(first, count)
+                    self.wait(Stage.TIMING, timeout)
+                    return
+                self.drain_device(Stage.TIMING, timeout)
+                gd[n].spot(first, count)
+                self.check_between_calls(gd[n], sets)
 
             self.drain_device(Stage.TIMING, timeout)
         times: dict[str, dict] = {}
@@ -380,7 +397,7 @@ class Judge:
                     for n in names:  # an eager pass (warm-up, and checked like the rest), then the capture
                         fresh(n)
                         timing.round_time_s(self.stream, core[n], nsets, timeout)
-                        gd[n].spot()
+                        checked(n)
                         try:
                             graphs[n] = (timing.capture(self.stream, core[n], list(range(nsets))), nsets)
                         except timing.CaptureError as e:
@@ -390,13 +407,12 @@ class Judge:
                 with faults(Stage.TIMING), self.phase("offline"):
                     times["offline"] = timing.offline(self.stream, graphs, tc.repeats, timeout,
                                                       before={n: (lambda n=n: fresh(n)) for n in names},
-                                                      after={n: gd[n].spot for n in names})
+                                                      after={n: (lambda n=n: checked(n)) for n in names})
                 expected = {n: tc.repeats + 2 for n in names}   # the eager pass, the warm-up, the timed replays
                 if self.cand:   # last: the sets now hold its outputs for the full check below
                     fresh("candidate")
                     graphs["candidate"][0].launch(self.stream)
-                    gd["candidate"].spot()
-                    self.wait(Stage.TIMING, timeout)
+                    checked("candidate")
                     expected["candidate"] += 1
                 self.drain_device(Stage.TIMING, timeout)
                 self.check_logs(gd, names, {n: 0 for n in names}, expected, "offline")
@@ -404,19 +420,19 @@ class Judge:
                     with self.phase("full_checks"):
                         sample = self.check_sets(sets, "offline timed calls", range(nsets))
                         self.check_replay_determinism(graphs["candidate"][0], gd["candidate"], sets, sample, flush)
-                        self.check_inputs(sets, seeds, regen_a, fmode, flush)
+                        self.check_harness_buffers(sets, regen_a, flush)
             if "server" in tc.modes:
                 before = {n: gd[n].log.read()[0] for n in names}
                 with faults(Stage.TIMING), self.phase("server"):
                     times["server"] = timing.server(self.stream, {n: core[n] for n in names}, nsets, tc.server_calls,
                                                     tc.server_gap_us, flush, timeout,
-                                                    before={n: (lambda i, n=n: fresh(n, i)) for n in names},
-                                                    after={n: (lambda i, n=n: gd[n].spot(i, 1)) for n in names},
+                                                    before={n: (lambda i, n=n: fresh(n, False)) for n in names},
+                                                    after={n: (lambda i, n=n: checked(n, i, 1)) for n in names},
                                                     seed=rng.getrandbits(32))
                 self.drain_device(Stage.TIMING, timeout)
                 self.check_logs(gd, names, before, {n: tc.server_calls for n in names}, "server")
                 if self.cand:
-                    self.check_inputs(sets, seeds, regen_a, fmode, flush)
+                    self.check_harness_buffers(sets, regen_a, flush)
             if lt is not None:
                 self.lt_algos = {"heuristic_count": len(lt), "autotune_choice": baselines_autotuned(p)}
         return times
@@ -457,38 +473,51 @@ class Judge:
             if not authentic:
                 raise Failed(Stage.TIMING, f"{mode}: the spot checks' log was rewritten between checks")
 
-    def check_inputs(self, sets: Sets, seeds: list[int], regen_a: bool, fmode: str, flush: cp.ndarray) -> None:
-        """After the candidate's last timed call: the operand no call regenerates is bitwise what its
-        seed gives (regenerated now: no copy of it existed where a call could reach), the baselines'
-        fixed Bᵀ is still B's transpose, no byte of the sets' arena outside a buffer changed, and the L2
-        flush buffer still holds the zeros the flush left."""
-        fixed = sets.B if regen_a else sets.A
-        for i, (live, seed) in enumerate(zip(fixed, seeds)):
-            if not buffers.matches(live, fmode, seed):
-                raise Failed(Stage.INPUTS, f"{'B' if regen_a else 'A'} of input set {i} changed during timing")
+    def check_between_calls(self, guard: guards.Guard, sets: Sets) -> None:
+        """After the candidate's timed calls (the device drained): both operands of every set are
+        what the generator gave them and no byte of the arena's background changed. Between two
+        replays or calls the harness rewrites everything else a call can reach (C, workspaces,
+        the regenerated operand), so nothing a call leaves can reach a later one."""
+        bad = guard.inputs_changed()
+        if bad:
+            raise Failed(Stage.INPUTS, f"{bad} elements of A or B changed during timed calls")
+        check_arena(sets.arena, lambda i: sets.names[i], " during timed calls")
+
+    def check_harness_buffers(self, sets: Sets, regen_a: bool, flush: cp.ndarray) -> None:
+        """After timing, what no candidate buffer leads to but a stray write could still hit: the
+        baselines' fixed Bᵀ is still B's transpose, the baselines' arena background is intact, and
+        the L2 flush buffer holds the zeros the last flush left. (The candidate's own operands and
+        arena are checked after each of its replays and calls: `check_between_calls`.)"""
         for i, (b, bt) in enumerate(zip(sets.B, sets.Bt) if regen_a else ()):   # else Bᵀ is regenerated
             if bt is not b and not bool((bt == b.T).all()):
                 raise Failed(Stage.INPUTS, f"the baselines' transposed B of input set {i} changed during timing")
-        check_arena(sets.arena, lambda i: sets.names[i], " during timing")
+        check_arena(sets.spare, lambda i: "a baseline buffer", " during timing")
         if int(cp.count_nonzero(flush)):
             raise Failed(Stage.CANARY, "a timed call wrote into the harness's L2 flush buffer")
 
     def make_sets(self, p: Problem, n: int, with_bt: bool, regen_a: bool, fmode: str, ws: int | None,
                   gap: int) -> tuple[Sets, list[int]]:
-        """`n` input sets, every buffer a region of one arena (random order, random gaps, random
-        background checked after timing), laid out as verification's buffers are. The operand that
+        """`n` input sets, every buffer a region of an arena (random order, random gaps, random
+        background), laid out as verification's buffers are. The operand that
         `regen_a` says stays fixed is filled in `fmode` from the returned seeds; the other is
         regenerated before every call. `ws`: the candidate's workspace bytes per set (None: no
         candidate)."""
         shapes = {"A": (p.M, p.K), "B": (p.N, p.K), "Bt": (p.K, p.N), "C": (p.M, p.N), "Cb": (p.M, p.N)}
-        kinds = [k for k in shapes if k != "Bt" or with_bt]
-        regions = [(i, k, 2 * math.prod(shapes[k])) for i in range(n) for k in kinds]
-        if ws is not None:
-            regions += [(i, "W", ws) for i in range(n)]
-        arena = buffers.Arena([r[2] for r in regions], gap)
-        got = {(i, k): (arena.view(j, cp.float16, shapes[k]) if k != "W" else arena.ptr(j))
-               for j, (i, k, _) in enumerate(regions)}
-        s = Sets([], [], [], [], [], arena=arena, names=[f"{k} of input set {i}" for i, k, _ in regions])
+        got: dict[tuple[int, str], object] = {}
+
+        def arena(kinds: list[str], with_ws: bool) -> tuple[buffers.Arena, list[str]]:
+            regions = [(i, k, 2 * math.prod(shapes[k])) for i in range(n) for k in kinds]
+            regions += [(i, "W", ws) for i in range(n)] if with_ws else []
+            a = buffers.Arena([r[2] for r in regions], gap)
+            got.update({(i, k): (a.view(j, cp.float16, shapes[k]) if k != "W" else a.ptr(j))
+                        for j, (i, k, _) in enumerate(regions)})
+            return a, [f"{k} of input set {i}" for i, k, _ in regions]
+
+        # The candidate's buffers in one arena; the baselines' own (their C, Bᵀ) in another, whose
+        # address no candidate buffer gives away: nothing there is left for a candidate's later call.
+        cand_arena, names = arena(["A", "B", "C"], ws is not None)
+        base_arena, _ = arena(["Cb"] + (["Bt"] if with_bt else []), False)
+        s = Sets([], [], [], [], [], arena=cand_arena, names=names, spare=base_arena)
         seeds = [buffers.new_seed() for _ in range(n)]
         for i in range(n):
             a, b = got[(i, "A")], got[(i, "B")]
@@ -532,6 +561,7 @@ class Judge:
             graph.launch(self.stream)
             self.wait(Stage.TIMING, timeout)
         self.drain_device(Stage.TIMING, timeout)
+        self.check_between_calls(guard, sets)
         for i in sample:
             ok, st = compare.bitwise(sets.C[i], kept[i])
             if not ok:
