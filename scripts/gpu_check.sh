@@ -1,19 +1,15 @@
 #!/usr/bin/env bash
 # Run the GPU-marked tests on the device machine (carry .whl) as a new user would: from a fresh
-# copy of the tree (a clone where .git exists; else the tracked and unignored files the device
-# tool carried, without build outputs), with empty caches (a fresh HOME and XDG_CACHE_HOME: no
+# copy of the tree the device tool carried (tracked and unignored files; no .git, no build
+# outputs), with empty caches (a fresh HOME and XDG_CACHE_HOME: no
 # build cache, no dispatcher, no cupy kernel cache).
 #   device run: bash scripts/gpu_check.sh [pytest args]
 set -o pipefail
 cd "$(dirname "$0")/.."
 src=$PWD
 fresh=$(mktemp -d /tmp/cudal2-fresh.XXXXXX)
-if [ -d .git ]; then
-    git clone -q "$src" "$fresh/repo" && cp -r "$src/.whl" "$fresh/repo/"
-else
-    mkdir "$fresh/repo" && tar -C "$src" --exclude=./build --exclude='*.egg-info' --exclude=__pycache__ -cf - . \
-        | tar -C "$fresh/repo" -xf -
-fi
+mkdir "$fresh/repo" && tar -C "$src" --exclude=./.git --exclude=./build --exclude='*.egg-info' --exclude=__pycache__ \
+    -cf - . | tar -C "$fresh/repo" -xf -
 cd "$fresh/repo" || exit 1
 export HOME=$fresh/home XDG_CACHE_HOME=$fresh/cache CUPY_CACHE_DIR=$fresh/cache/cupy
 mkdir -p "$HOME" "$XDG_CACHE_HOME"

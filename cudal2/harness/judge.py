@@ -365,13 +365,19 @@ class Judge:
                   for n in names}
             flush = cp.empty(int(tc.flush_l2_factor * dev.l2_bytes), dtype=cp.uint8)
 
-            def fresh(n: str, flush_here: bool = True) -> None:
-                # Every set, before every replay and every server call: no C, workspace or
-                # regenerated operand keeps what a call left there for a later one.
-                gd[n].prep()
+            def fresh(n: str, i: int | None = None) -> None:
+                # Before every replay, every set; before a server call, its set, and for the
+                # candidate every set's C and workspace too: no C, workspace or regenerated operand
+                # keeps what a call left there for a later one (the operands are checked instead).
+                if i is None:
+                    gd[n].prep()
+                else:
+                    if n == "candidate":
+                        gd[n].prep(regen_x=False)
+                    gd[n].prep(i, 1)
                 if n == "candidate":
                     guards.scrub()   # no call finds on the chip what an earlier one left there
-                if flush_here:
+                if i is None:   # (a server call's flush is the server loop's own)
                     timing.flush_l2(flush)   # the sets come from memory, as in a run over more data than the L2 holds
 
             def checked(n: str, first: int = 0, count: int | None = None) -> None:
@@ -426,7 +432,7 @@ class Judge:
                 with faults(Stage.TIMING), self.phase("server"):
                     times["server"] = timing.server(self.stream, {n: core[n] for n in names}, nsets, tc.server_calls,
                                                     tc.server_gap_us, flush, timeout,
-                                                    before={n: (lambda i, n=n: fresh(n, False)) for n in names},
+                                                    before={n: (lambda i, n=n: fresh(n, i)) for n in names},
                                                     after={n: (lambda i, n=n: checked(n, i, 1)) for n in names},
                                                     seed=rng.getrandbits(32))
                 self.drain_device(Stage.TIMING, timeout)
