@@ -366,14 +366,13 @@ class Judge:
             flush = cp.empty(int(tc.flush_l2_factor * dev.l2_bytes), dtype=cp.uint8)
 
             def fresh(n: str, i: int | None = None) -> None:
-                # Before every replay, every set; before a server call, its set, and for the
-                # candidate every set's C and workspace too: no C, workspace or regenerated operand
-                # keeps what a call left there for a later one (the operands are checked instead).
-                if i is None:
+                # Before every replay, every set; before a server call, a baseline's set, and for
+                # the candidate every set: no C, workspace or regenerated operand keeps what a call
+                # left there for a later one (the baselines' preps rewrite the shared operand too,
+                # so the candidate's check after its call needs every operand drawn by its own).
+                if i is None or n == "candidate":
                     gd[n].prep()
                 else:
-                    if n == "candidate":
-                        gd[n].prep(regen_x=False)
                     gd[n].prep(i, 1)
                 if n == "candidate":
                     guards.scrub()   # no call finds on the chip what an earlier one left there
