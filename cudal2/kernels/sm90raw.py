@@ -1,0 +1,180 @@
+"""The sm90raw family: a Hopper HGEMM written by hand in inline PTX, not with the CUTLASS collective
+builders: wgmma.mma_async m64nNk16 (N up to 256) fed from 128B-swizzled shared memory that TMA
+(cp.async.bulk.tensor.2d) fills, an mbarrier ring of STAGES stages with full/empty barriers, one
+producer warpgroup (setmaxnreg.dec) and 1-3 consumer warpgroups (setmaxnreg.inc), and a persistent
+grid that walks the output tiles in grouped (GROUP_M) order. sm_90a only.
+
+The family renders contract v2 (docs/kernel-contract.md): a device-only file, one shape per
+render, whose `/* cudal2-launch */` block asks the harness for the TMA descriptors (A and B with
+box [64, BM] and [64, BN / CLUSTER], 128-byte swizzle; with EPI=tma also C) and launches
+`sm90raw_hgemm` once on a grid of at most MAX_CTAS CTAs (clusters of CLUSTER). No host code, no
+workspace.
+
+Covered: any M and N, K % 8 == 0 (the TMA unit zero-fills every out-of-bounds row and k; the
+direct epilogue masks rows past M and columns past N, odd N falls back to scalar stores; the TMA
+store clips); block tiles BM in {64, 128, 192, 256} split over 1-3 consumer warpgroups of 64 or
+128 rows; BN any multiple of 16 from 64 to 256 (the odd widths, 80, 112, 160, 208..., are there
+for wave quantization on 132 SMs); three independent options:
+- EPI="tma": stmatrix into swizzled staging + TMA store, overlapped with the next tile's mainloop
+  (N % 8 == 0 only; costs BM x BN x 2 bytes of shared memory, so usually one stage less);
+- CLUSTER=2: pairs of CTAs own vertically adjacent tiles and share B through TMA multicast;
+- MAX_CTAS=128: a smaller persistent grid, in case 66 two-CTA clusters cannot all be resident.
+
+Not covered yet (issue 12 lists them): Hilbert order (within the ~132 tiles in flight it would
+make the footprint only a few percent squarer than GROUP_M=8/16), split-K / stream-K, small-tile
+split-K for thin long-K shapes, clusters along N (A multicast), 128 x N ping-pong consumers.
+
+Guarantees: `invalid` rejects, with a reason, every point the template cannot build or run for
+the shape (consumer row split, wgmma N, registers of one wgmma against the kernel-wide target and
+accumulators against the setmaxnreg budget, shared memory, the C tensor map's 16-byte rows, a
+cluster over a single tile row), plus pure waste (a tile far larger than the problem, stages the
+whole run never fills, a grid cap that changes nothing); `context` gives the template the derived
+constants, which it re-derives and static_asserts, so the launch block, the header and the kernel
+agree or the build fails. Every point valid at 4096^3 (180 distinct kernels) was built with no
+spills when this was written.
+
+Does not: measure anything, and has not been run on a GPU by its author: the first GPU check is
+eval/sm90raw_check.py. The prior is an uncalibrated throughput model: it rewards full waves,
+large tiles (shared-memory bandwidth per wgmma) and two or three consumer warpgroups, and charges
+padding and the exposed epilogue.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cudal2.kernels.family import Family, Limits, Params, cdiv, register
+from cudal2.problem import Problem
+
+BK = 64                        # halves per tile row: one 128-byte swizzle span
+# setmaxnreg budgets per consumer count (CTA pool: 65536 registers at one CTA per SM; each value a
+# multiple of 8, PRODUCER * 128 + CONSUMER * 128 * CONSUMERS <= 65536). With one consumer the
+# 256-thread CTA already gets 255 registers per thread, so no reallocation is done.
+REGS = {1: (255, 255), 2: (40, 232), 3: (24, 160)}    # consumers -> (producer, consumer)
+REG_OVERHEAD = 40              # descriptors, addresses, loop state beside the accumulators
+# ptxas checks each wgmma instruction against the kernel-wide register target (65536 / threads,
+# from __launch_bounds__), not against the setmaxnreg.inc budget of the region it is in: one
+# m64nNk16 needs its N/2 accumulators plus about 26 more ("Insufficient registers (128) ... target
+# of 130" for N = 208 at 512 threads). Whole-region pressure may go up to the setmaxnreg budget.
+INSTR_OVERHEAD = 28
+BARRIER_BYTES = 16             # full + empty mbarrier per stage
+ALIGN_SLACK = 1024             # the template aligns the dynamic smem base up to 1024 bytes
+
+
+class Sm90Raw(Family):
+    name = "sm90raw"
+    template = "sm90raw.cu.j2"
+    build_archs = ("sm_90a",)
+    space = {
+        "BM": (128, 64, 192, 256),
+        "BN": (128, 64, 80, 96, 112, 144, 160, 176, 192, 208, 224, 240, 256),
+        "CONSUMERS": (2, 1, 3),
+        "STAGES": (4, 3, 5, 6),
+        "GROUP_M": (8, 1, 4, 16),
+        # "direct": stores from the accumulators; "tma": stmatrix into swizzled staging + TMA store,
+        # overlapped with the next tile's mainloop (needs N % 8 == 0 for the C tensor map)
+        "EPI": ("direct", "tma"),
+        # CTAs per cluster along M; 2: the pair shares B through TMA multicast
+        "CLUSTER": (1, 2),
+        # the persistent grid's size cap: 132 = every SM of an H100 SXM; 128 leaves room for GPCs
+        # that cannot host every 2-CTA cluster at once
+        "MAX_CTAS": (132, 128),
+    }
+
+    def context(self, params: Params, p: Problem) -> dict[str, Any]:
+        BM, BN, C, STAGES = params["BM"], params["BN"], params["CONSUMERS"], params["STAGES"]
+        CL, EPI = params["CLUSTER"], params["EPI"]
+        wg_m = BM // C
+        tiles_m, tiles_n = cdiv(p.M, BM), cdiv(p.N, BN)
+        tiles = tiles_m * tiles_n
+        items = cdiv(tiles_m, CL) * tiles_n            # a work item: CL vertically adjacent tiles
+        stage = (BM + BN) * BK * 2
+        epi = BM * BN * 2 if EPI == "tma" else 0
+        prod, cons = REGS.get(C, (0, 0))
+        return {
+            "BK": BK, "THREADS": 128 * (1 + C), "WG_M": wg_m, "M_SUB": wg_m // 64, "ACC": (wg_m // 64) * BN // 2,
+            "STAGE_BYTES": stage, "EPI_BYTES": epi,
+            "SMEM_BYTES": STAGES * stage + epi + STAGES * BARRIER_BYTES + ALIGN_SLACK,
+            # the TMA-store box: the widest of 64/32/16 columns dividing BN (its swizzle = 2 bytes x that)
+            "EPI_COLS": next(w for w in (64, 32, 16, 8) if BN % w == 0),
+            "TILES_M": tiles_m, "TILES_N": tiles_n, "TILES": tiles, "ITEMS": items,
+            "GRID": min(items * CL, params["MAX_CTAS"] // CL * CL),
+            "KTILES": cdiv(p.K, BK), "PRODUCER_REGS": prod, "CONSUMER_REGS": cons,
+            # the wgmma asm's accumulator operands %0..%(BN/2-1) and their "+f" bindings, 8 or 16 a line
+            "WGMMA_D": [", ".join(f"%{i}" for i in range(j, min(j + 16, BN // 2))) + ("," if j + 16 < BN // 2 else "")
+                        for j in range(0, BN // 2, 16)],
+            "WGMMA_D_BIND": [", ".join(f'"+f"(d[{i}])' for i in range(j, min(j + 8, BN // 2)))
+                             + ("," if j + 8 < BN // 2 else "") for j in range(0, BN // 2, 8)],
+        }
+
+    def invalid(self, params: Params, p: Problem, lim: Limits) -> str | None:
+        BM, BN, C, STAGES = params["BM"], params["BN"], params["CONSUMERS"], params["STAGES"]
+        if C not in REGS:
+            return f"CONSUMERS={C}: 1 to 3 consumer warpgroups"
+        if BM % C or BM // C not in (64, 128):
+            return (f"BM={BM} over {C} consumer warpgroup(s): each must own 64 or 128 rows "
+                    "(one or two wgmma m64 tiles)")
+        if BN % 8 or not 8 <= BN <= 256:
+            return f"BN={BN}: wgmma m64nNk16 needs N a multiple of 8, at most 256"
+        d = self.context(params, p)
+        target = min(255, 65536 // d["THREADS"] // 8 * 8)
+        if BN // 2 + INSTR_OVERHEAD > target:
+            return (f"one wgmma m64n{BN}k16 needs ~{BN // 2 + INSTR_OVERHEAD} registers, above ptxas's "
+                    f"{target}-register target for {d['THREADS']} threads")
+        if d["ACC"] + REG_OVERHEAD > d["CONSUMER_REGS"]:
+            return (f"{d['ACC']} fp32 accumulators per consumer thread ({d['WG_M']}x{BN} per warpgroup) do not fit "
+                    f"in {d['CONSUMER_REGS']} registers with {C} consumer warpgroup(s)")
+        if d["SMEM_BYTES"] > lim.smem_per_block:
+            return (f"shared memory {d['SMEM_BYTES']} B ({STAGES} stages of {d['STAGE_BYTES']} B) exceeds "
+                    f"{lim.smem_per_block} B per block")
+        if BM > 2 * cdiv(p.M, 64) * 64 or BN > 2 * cdiv(p.N, 64) * 64:
+            return f"tile {BM}x{BN} is far larger than the {p.M}x{p.N} output"
+        if params["EPI"] == "tma" and p.N % 8:
+            return f"EPI=tma: the C tensor map needs rows of 16-byte multiples (N % 8 == 0), N={p.N}"
+        if params["EPI"] == "tma" and BN % 16:
+            return f"EPI=tma: stmatrix.x4 writes 16-column groups, BN={BN}"
+        CL = params["CLUSTER"]
+        if CL not in (1, 2):
+            return f"CLUSTER={CL}: 1 or 2 CTAs per cluster"
+        if CL > 1 and (BN // CL) % 8:
+            return f"CLUSTER={CL}: each CTA multicasts BN/{CL} = {BN // CL} rows of B, not a multiple of 8"
+        if CL > 1 and d["TILES_M"] < CL:
+            return f"CLUSTER={CL} along M: the {p.M}-row output has only {d['TILES_M']} tile row(s) of {BM}"
+        if params["MAX_CTAS"] > lim.sm_count:
+            return f"MAX_CTAS={params['MAX_CTAS']} exceeds the {lim.sm_count} SMs: a persistent grid is one wave"
+        if params["MAX_CTAS"] != self.space["MAX_CTAS"][0] and d["ITEMS"] * CL <= params["MAX_CTAS"]:
+            return (f"MAX_CTAS={params['MAX_CTAS']} changes nothing here: {d['ITEMS'] * CL} CTAs "
+                    f"(the same kernel as MAX_CTAS={self.space['MAX_CTAS'][0]})")
+        per_cta = cdiv(d["ITEMS"], d["GRID"] // CL) * d["KTILES"]
+        if STAGES > 3 and STAGES > per_cta:
+            return (f"STAGES={STAGES} never fills: a CTA loads only {per_cta} k tiles in all "
+                    "(fewer stages do the same work with less smem)")
+        return None
+
+    # ---- prior: an uncalibrated time model (TFLOP/s it predicts) ---------------------------------
+    # Per CTA (one per SM), each output tile takes its k tiles at the wgmma rate, discounted by the
+    # shared-memory bandwidth a narrow tile needs (both operands come from smem: bytes per FLOP fall
+    # as BM*BN/(BM+BN) grows), by a single consumer warpgroup (nothing issues while it waits) and by
+    # a shallow ring, plus the epilogue (exposed for EPI=direct, mostly hidden for EPI=tma). The
+    # busiest CTA does ceil(items / clusters) tiles. A 2-CTA cluster halves B's L2 traffic.
+    SM_TFLOPS = 989.0 / 132 * 0.85    # dense fp16 wgmma peak per SM, less clock/power throttling
+    DRAM_TBPS = 3.0
+    EPI_S_PER_ELEM = 0.35e-12 * 132   # storing one output element from registers, per SM (exposed)
+    LAUNCH_S = 3e-6
+
+    def prior(self, params: Params, p: Problem, lim: Limits) -> float:
+        d = self.context(params, p)
+        BM, BN, C, STAGES, CL = params["BM"], params["BN"], params["CONSUMERS"], params["STAGES"], params["CLUSTER"]
+        intensity = BM * BN / (BM + BN)                       # 64 for 128x128, 85 for 128x256
+        eff = (min(1.0, intensity / 85) ** 0.5 * (0.8 if C == 1 else 1.0) * min(1.0, STAGES / 4) ** 0.3
+               * (1.02 if CL > 1 else 1.0))
+        epi = BM * BN * self.EPI_S_PER_ELEM * (0.2 if params["EPI"] == "tma" else 1.0)
+        tile_s = 2 * BM * BN * d["KTILES"] * BK / (self.SM_TFLOPS * 1e12 * eff) + epi
+        t = cdiv(d["ITEMS"], d["GRID"] // CL) * tile_s
+        t = max(t, p.min_bytes / (self.DRAM_TBPS * 1e12)) + self.LAUNCH_S
+        if params["GROUP_M"] == 1 and d["TILES_M"] > 1 and d["TILES"] > d["GRID"]:
+            t *= 1.03                                         # no L2 grouping on a multi-wave grid
+        return p.flops / t / 1e12
+
+
+register(Sm90Raw())

@@ -1,0 +1,158 @@
+"""GPU check of the sm90raw family (raw-PTX wgmma + TMA + mbarrier): a handful of points, judged by the
+real harness (cudal2.harness.evaluate.Evaluator), first verification only at awkward shapes, then
+verified and timed at five big shapes. Run on the GPU machine; nothing is asserted.
+
+  python eval/sm90raw_check.py --out r.json                 verify at ODD_SHAPES, then verify + time at SHAPES
+  python eval/sm90raw_check.py --out r.json --verify-only   the first phase alone (about a minute)
+  python eval/sm90raw_check.py --out r.json --points v1_128x256,tma_128x256_s3 --shapes 0,1
+  ... --deadline 540    start no new shape after this many seconds (default 540: under ~10 min of GPU)
+
+The points go from the simplest kernel (1 producer + 2 consumer warpgroups, 128x256 tile,
+direct-store epilogue, no cluster) to the riskier variants, one feature at a time (odd BN, two m64
+tiles per consumer, three consumers, the stmatrix + TMA-store epilogue, 2-CTA clusters with
+multicast), so a failure names the feature that broke. A point that fails verification (wrong
+answer, hang, illegal address) is not evaluated again at later shapes. The family is shape-specific,
+so every (point, shape) is its own render and build (builds run in parallel, cached in --cache).
+
+Columns: verified, the stage reached (and the reason when it failed), the speedup against
+vendor_default (what the search scores) and vendor_best (cuBLAS / cuBLASLt / autotuned, the
+fastest) in offline (CUDA-graph) and server (L2 flushed, one call) modes, TFLOP/s offline,
+candidate median time, ptxas registers and spill bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from cudal2.config import Config  # noqa: E402
+from cudal2.harness.evaluate import Candidate, Evaluator  # noqa: E402
+from cudal2.kernels.family import Limits  # noqa: E402
+from cudal2.kernels.sm90raw import Sm90Raw  # noqa: E402
+from cudal2.problem import Problem  # noqa: E402
+from cudal2.search.score import score  # noqa: E402
+
+SHAPES = [Problem(4096, 4096, 4096), Problem(8192, 8192, 8192), Problem(2048, 4096, 14336),
+          Problem(12288, 12288, 512), Problem(1024, 1024, 1024)]
+# Verification only: M, N and K tails, odd N (scalar stores; EPI=tma is invalid there), odd tile-row
+# counts (a 2-CTA cluster's padding tile), a B half wholly past N (2056 = 8 x 256 + 8), M = 1, and a
+# single short k tile (K = 8; only 3-stage points are valid there).
+ODD_SHAPES = [Problem(257, 135, 1032), Problem(333, 1000, 200), Problem(4095, 2056, 1032), Problem(1, 4096, 1024),
+              Problem(200, 136, 8)]
+
+BASE = dict(BM=128, BN=256, CONSUMERS=2, STAGES=4, GROUP_M=8, EPI="direct", CLUSTER=1, MAX_CTAS=132)
+POINTS = {
+    # the first version: 1 producer + 2 consumers x 64 rows, no cluster, stores from registers
+    "v1_128x256": {},
+    "v1_128x192": dict(BN=192),
+    "v1_128x128_s5": dict(BN=128, STAGES=5),
+    # odd BN against wave quantization (4096/208 -> 20 tile columns)
+    "odd_128x208": dict(BN=208),
+    # two m64 wgmmas per consumer (128 rows each)
+    "2m_256x128": dict(BM=256, BN=128),
+    # three consumer warpgroups (512 threads, setmaxnreg 24/160)
+    "3c_192x160": dict(BM=192, CONSUMERS=3, BN=160),
+    # stmatrix + TMA-store epilogue overlapped with the next tile
+    "tma_128x256_s3": dict(EPI="tma", STAGES=3),
+    # 2-CTA clusters, B multicast
+    "c2_128x256": dict(CLUSTER=2),
+    "c2_tma_128x256_s3": dict(CLUSTER=2, EPI="tma", STAGES=3),
+    "c2_tma_128x256_s3_g128": dict(CLUSTER=2, EPI="tma", STAGES=3, MAX_CTAS=128),
+}
+
+
+def _fmt(v, fmt: str) -> str:
+    return (fmt % v) if isinstance(v, (int, float)) else "-"
+
+
+def row_of(name: str, params: dict, p: Problem, r) -> dict:
+    res = next(iter(r.build.get("resources", {}).values()), {})
+    cand = r.times.get("offline", {}).get("candidate")
+    return {"shape": str(p), "point": name, "params": params, "verified": r.ok,
+            "stage": getattr(r.stage, "value", str(r.stage)), "fault": getattr(r.fault, "value", None),
+            "reason": r.reason, "score": score(r),
+            "speedup": r.speedup, "tflops": r.tflops, "cand_offline_us": getattr(cand, "median_us", None),
+            "registers": res.get("registers"), "spill_bytes": res.get("spill_stores"),
+            "gpu": r.gpu.get("name") if isinstance(r.gpu, dict) else None, "elapsed_s": round(r.elapsed_s, 1)}
+
+
+def print_row(w: dict) -> None:
+    sp = w["speedup"]
+    print(f"{w['shape']:18s} {w['point']:24s} {'ok ' if w['verified'] else 'BAD'} {w['stage']:10s} "
+          f"default off x{_fmt(sp.get('offline', {}).get('vendor_default'), '%.3f')} "
+          f"srv x{_fmt(sp.get('server', {}).get('vendor_default'), '%.3f')} | "
+          f"best off x{_fmt(sp.get('offline', {}).get('vendor_best'), '%.3f')} "
+          f"srv x{_fmt(sp.get('server', {}).get('vendor_best'), '%.3f')} | "
+          f"{_fmt(w['tflops'].get('offline'), '%.0f')} TFLOP/s {_fmt(w['cand_offline_us'], '%.1f')} us | "
+          f"regs {w['registers']} spill {w['spill_bytes']} B | {w['elapsed_s']} s "
+          f"{'' if w['verified'] else (w['fault'] or '') + ' ' + w['reason'][:200]}", flush=True)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", type=Path, required=True, help="JSON rows are written here (after every shape)")
+    ap.add_argument("--cache", default="", help="build cache folder (default: a fresh temporary one)")
+    ap.add_argument("--points", default="", help="comma list of point names (default: all)")
+    ap.add_argument("--shapes", default="", help="comma list of indices into SHAPES (default: all)")
+    ap.add_argument("--verify-only", action="store_true", help="only the verification phase at ODD_SHAPES")
+    ap.add_argument("--skip-odd", action="store_true", help="skip the verification phase at ODD_SHAPES")
+    ap.add_argument("--deadline", type=float, default=540.0, help="start no new shape after this many seconds")
+    args = ap.parse_args()
+
+    fam, lim = Sm90Raw(), Limits()
+    points = {k: {**BASE, **v} for k, v in POINTS.items() if not args.points or k in args.points.split(",")}
+    shapes = [SHAPES[int(i)] for i in args.shapes.split(",")] if args.shapes else SHAPES
+    cfg = Config.load(build={"cache_dir": args.cache or tempfile.mkdtemp(prefix="sm90raw-")})
+    ev = Evaluator(cfg)
+    rows: list[dict] = []
+    broken: set[str] = set()       # points that failed verification somewhere: not tried again
+    t0 = time.monotonic()
+    phases = ([] if args.skip_odd else [("verify", p) for p in ODD_SHAPES]) + \
+             ([] if args.verify_only else [("time", p) for p in shapes])
+    try:
+        for phase, p in phases:
+            if time.monotonic() - t0 > args.deadline:
+                print(f"[{p}: skipped, past the {args.deadline:.0f} s deadline]", flush=True)
+                continue
+            todo = []
+            for name, x in points.items():
+                why = fam.invalid(x, p, lim)
+                if why:
+                    print(f"{str(p):18s} {name:24s} --- invalid here: {why}")
+                elif name not in broken:
+                    todo.append((name, x))
+            t1 = time.monotonic()
+            cands = [Candidate.made_by(f"sm90raw-{n}", fam.render(x, p), "template", "sm90raw", x) for n, x in todo]
+            results = ev.evaluate(cands, p, reuse=False, time_it=phase == "time")
+            for (name, x), r in zip(todo, results):
+                w = row_of(name, x, p, r)
+                w["phase"] = phase
+                rows.append(w)
+                print_row(w)
+                if not r.ok:
+                    broken.add(name)
+            print(f"[{p} ({phase}): {len(todo)} candidates in {time.monotonic() - t1:.0f} s; "
+                  f"{time.monotonic() - t0:.0f} s so far]", flush=True)
+            args.out.write_text(json.dumps(rows, indent=1))
+    finally:
+        ev.close()
+        args.out.write_text(json.dumps(rows, indent=1))
+
+    print(f"\n{sum(w['verified'] for w in rows)}/{len(rows)} verified; broken points: {sorted(broken) or 'none'}")
+    for p in shapes:
+        ok = [w for w in rows if w["shape"] == str(p) and w["verified"] and w["phase"] == "time"]
+        if ok:
+            best = max(ok, key=lambda w: w["score"] or 0)
+            print(f"best at {p}: {best['point']} score x{best['score']:.3f} (vs vendor_default), "
+                  f"{_fmt(best['tflops'].get('offline'), '%.0f')} TFLOP/s offline")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
