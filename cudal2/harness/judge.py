@@ -392,6 +392,12 @@ class Judge:
                 self.drain_device(Stage.TIMING, timeout)
                 gd[n].spot(first, count)
                 self.check_between_calls(gd[n], sets)
+                checks, failed, bad, _ = gd[n].log.read()   # read now: no later call gets to rewrite it
+                if failed:
+                    raise Failed(Stage.TIMING, f"a spot-checked output is wrong in a timed call: input set {bad.set}, "
+                                               f"C[{bad.row}][{bad.col}] = {bad.got:.4g}, want {bad.want:.4g}")
+                if checks != gd[n].spots:
+                    raise Failed(Stage.TIMING, f"{checks} spot checks ran where {gd[n].spots} were enqueued")
 
             self.drain_device(Stage.TIMING, timeout)
         times: dict[str, dict] = {}
