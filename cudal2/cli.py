@@ -323,7 +323,7 @@ app.add_typer(train_app, name="train")
 @train_app.callback(invoke_without_command=True)
 def train(ctx: typer.Context,
           stage: str = typer.Option("matmul", help="sft (warm start on verified kernels), matmul (GRPO on HGEMM "
-                                    "shapes) or general (not built yet)."),
+                                    "shapes) or general (GRPO on the non-GEMM task suite)."),
           model: Optional[str] = typer.Option(None, help="A Hugging Face model name or local folder."),
           steps: int = typer.Option(30, min=1, help="Optimizer steps."),
           output: Path = typer.Option(Path("runs/train"), help="Checkpoints, metrics.jsonl and the final model."),
@@ -331,14 +331,11 @@ def train(ctx: typer.Context,
           trace: Optional[Path] = typer.Option(None, help="sft: a generate trace (JSON lines) to add verified "
                                                "completions from."),
           config: Optional[Path] = ConfigOpt) -> None:
-    """Train: `cudal2 train --stage sft|matmul --model NAME_OR_PATH [--steps N] [--output DIR] [--resume]`."""
+    """Train: `cudal2 train --stage sft|matmul|general --model NAME_OR_PATH [--steps N] [--output DIR] [--resume]`."""
     if ctx.invoked_subcommand:
         return
     if stage not in ("sft", "matmul", "general"):
         fail(f"--stage {stage!r}: choose sft, matmul or general")
-    if stage == "general":
-        fail("--stage general: its 41 tasks exist as data (cudal2/rl/general.py), but their reference kernels and "
-             "judge stages are not built yet")
     if not model:
         fail("--model: name a Hugging Face model or a local folder (e.g. Qwen/Qwen2.5-Coder-7B-Instruct)")
     try:
@@ -357,6 +354,8 @@ def train(ctx: typer.Context,
         kw = {"retriever": retriever_for(cfg), "progress": True}
     if stage == "sft":
         kw["trace"] = trace
+    else:
+        kw["stage"] = stage
     try:
         run(cfg, str(Path(model).expanduser()) if Path(model).expanduser().is_dir() else model, steps, output,
             resume=resume, **kw)

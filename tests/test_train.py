@@ -42,6 +42,22 @@ def test_the_reward_stops_at_the_build_on_a_cpu_and_says_so(tmp_path):
     assert parts[3].reward == svc.cfg.train.floor and parts[3].stage == "parse"
 
 
+def test_two_grpo_steps_of_stage_general_run_through_the_real_reward(tiny, tmp_path):
+    from cudal2.rl.train import grpo
+    out = tmp_path / "general"
+    grpo(cfg(tmp_path), tiny, steps=2, output=out, service=RewardService(cfg(tmp_path), gpu=False), stage="general")
+    steps = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines() if '"reward"' in x]
+    assert [r["step"] for r in steps] == [1, 2]
+
+
+def test_a_general_task_reward_stops_at_the_build_on_a_cpu(tmp_path):
+    svc = RewardService(cfg(tmp_path), gpu=False)
+    good = "```cuda\n" + (KERNELS / "tasks" / "relu_half_done.cu").read_text() + "\n```"
+    parts = svc.score([good, good.replace("__hmax(", "__hmax((")], ["ew-relu", "ew-relu"])
+    assert parts[0].reward is None and parts[0].reason == NO_GPU
+    assert parts[1].reward == svc.cfg.train.floor and parts[1].stage == "build"
+
+
 def test_the_held_out_split_is_fixed_by_the_shape():
     a, b = matmul_tasks(0.1), matmul_tasks(0.1)
     assert [t.split for t in a] == [t.split for t in b]
@@ -81,8 +97,8 @@ def test_train_cli_errors_are_one_line(tmp_path):
     from cudal2.cli import app
     r = CliRunner().invoke(app, ["train", "--model", str(tmp_path / "nope"), "--output", str(tmp_path / "o")])
     assert r.exit_code != 0 and "no such folder" in r.output
-    r = CliRunner().invoke(app, ["train", "--stage", "general", "--model", "x"])
-    assert r.exit_code != 0 and "not built yet" in r.output
+    r = CliRunner().invoke(app, ["train", "--stage", "generl", "--model", "x"])
+    assert r.exit_code != 0 and "choose sft, matmul or general" in r.output
 
 
 def test_plot_draws_the_reward_curve(tiny, tmp_path):

@@ -4,10 +4,13 @@ Guarantees:
 - `parse(source)` reads the one `/* cudal2-launch {json} */` block of a source and returns a
   validated `LaunchSpec`, or raises `SpecError` with a one-line reason fit to show a model;
   `None` when the source has no such block (a v1 file);
-- expressions are integer arithmetic over M, N and K only (literals, + - * // %, parentheses,
-  cdiv, min, max); they are evaluated by walking a whitelisted AST, never by `eval`;
-- `LaunchSpec.resolve(M, N, K)` gives concrete launches (grid, block, cluster, smem, args)
-  or raises `SpecError` when a value is out of range for that shape (grid not positive, grid not
+- a spec speaks a `Vocab`: the GEMM's (buffers A, B, C; sizes M, N, K; tensor maps), or, when it
+  names a `"task"` of the general suite, that task's buffers and size names (no tensor maps);
+- expressions are integer arithmetic over the vocabulary's sizes only (literals, + - * // %,
+  parentheses, cdiv, min, max); they are evaluated by walking a whitelisted AST, never by `eval`;
+- `LaunchSpec.resolve(M, N, K)` (GEMM) or `resolve_sizes(sizes)` (any vocabulary) gives concrete
+  launches (grid, block, cluster, smem, args) or raises `SpecError` when a value is out of range
+  for that shape (grid not positive, grid not
   a multiple of the cluster, block over 1024 threads, a workspace slice outside the workspace);
 - the spec round-trips through `to_dict`/`from_dict` (JSON-safe: it travels to workers and into
   the library's manifest).
@@ -31,6 +34,25 @@ SWIZZLES = (0, 32, 64, 128)
 SCALARS = ("M", "N", "K")
 MATRICES = ("A", "B", "C")
 
+
+@dataclass(frozen=True)
+class Vocab:
+    """What a spec's arguments and expressions may name."""
+    scalars: tuple[str, ...]
+    buffers: tuple[str, ...]
+    tmaps: bool = False
+
+
+GEMM = Vocab(SCALARS, MATRICES, tmaps=True)
+
+
+def vocab_for(task: str | None) -> Vocab:
+    """The GEMM's vocabulary, or a general task's (`SpecError` for a task that does not exist)."""
+    if task is None:
+        return GEMM
+    from cudal2.rl.general import vocab   # the suite is data; only task files need it
+    return vocab(task)
+
 _BLOCK = re.compile(r"/\*\s*cudal2-launch\b(.*?)\*/", re.S)
 
 
@@ -45,9 +67,9 @@ _FUNCS = {"cdiv": (2, 2, lambda a, b: -(-a // b)), "min": (2, 8, min), "max": (2
 _MAX_VALUE = 1 << 62
 
 
-def check_expr(text: str | int) -> None:
-    """Raise SpecError unless `text` is an allowed expression (or an int)."""
-    evaluate(text, {"M": 1, "N": 1, "K": 8}, checking=True)
+def check_expr(text: str | int, names: tuple[str, ...] = SCALARS) -> None:
+    """Raise SpecError unless `text` is an allowed expression (or an int) over `names`."""
+    evaluate(text, {n: 8 for n in names}, checking=True)
 
 
 def evaluate(text: str | int, env: dict[str, int], checking: bool = False) -> int:
@@ -67,7 +89,7 @@ def evaluate(text: str | int, env: dict[str, int], checking: bool = False) -> in
             return walk(n.body)
         if isinstance(n, ast.Constant) and isinstance(n.value, int) and not isinstance(n.value, bool):
             return n.value
-        if isinstance(n, ast.Name) and n.id in SCALARS:
+        if isinstance(n, ast.Name) and n.id in env:
             return env[n.id]
         if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub):
             return -walk(n.operand)
@@ -91,7 +113,8 @@ def evaluate(text: str | int, env: dict[str, int], checking: bool = False) -> in
                     return 1
                 raise SpecError(f"division by zero in {text!r}")
             return fn(*args)
-        raise SpecError(f"{text!r}: only integers, M, N, K, + - * // %, parentheses, cdiv, min and max are allowed")
+        raise SpecError(f"{text!r}: only integers, the sizes {', '.join(env)}, + - * // %, parentheses, cdiv, min and "
+                        "max are allowed")
 
     return walk(tree)
 
@@ -115,6 +138,7 @@ class LaunchSpec:
     kernels: list[KernelLaunch]
     workspace: Expr = 0
     m_tiles: list[int] = field(default_factory=lambda: [128])
+    task: str | None = None     # a general task's id; None: the GEMM
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -123,15 +147,25 @@ class LaunchSpec:
     def from_dict(cls, d: Any) -> "LaunchSpec":
         return _validate(d)
 
+    @property
+    def vocab(self) -> Vocab:
+        return vocab_for(self.task)
+
     def workspace_bytes(self, M: int, N: int, K: int) -> int:
-        n = evaluate(self.workspace, {"M": M, "N": N, "K": K})
+        return self.workspace_for({"M": M, "N": N, "K": K})
+
+    def workspace_for(self, sizes: dict[str, int]) -> int:
+        n = evaluate(self.workspace, sizes)
         if n < 0:
-            raise SpecError(f"workspace {self.workspace!r} is negative for {M}x{N}x{K}")
+            raise SpecError(f"workspace {self.workspace!r} is negative for {_shape(sizes)}")
         return n
 
     def resolve(self, M: int, N: int, K: int) -> list["Resolved"]:
-        env = {"M": M, "N": N, "K": K}
-        ws = self.workspace_bytes(M, N, K)
+        return self.resolve_sizes({"M": M, "N": N, "K": K})
+
+    def resolve_sizes(self, env: dict[str, int]) -> list["Resolved"]:
+        ws = self.workspace_for(env)
+        shape = _shape(env)
         out = []
         for k in self.kernels:
             dims = {}
@@ -139,7 +173,7 @@ class LaunchSpec:
                 v = [evaluate(x, env) for x in getattr(k, what)]
                 v = v + [1] * (3 - len(v))
                 if any(x <= 0 for x in v):
-                    raise SpecError(f"kernel {k.name}: {what} {v} is not positive for {M}x{N}x{K}")
+                    raise SpecError(f"kernel {k.name}: {what} {v} is not positive for {shape}")
                 dims[what] = tuple(v)
             g, b, c = dims["grid"], dims["block"], dims["cluster"]
             if b[0] * b[1] * b[2] > MAX_THREADS:
@@ -147,7 +181,7 @@ class LaunchSpec:
             if c[0] * c[1] * c[2] > MAX_CLUSTER:
                 raise SpecError(f"kernel {k.name}: cluster {c} has more than {MAX_CLUSTER} CTAs")
             if any(gi % ci for gi, ci in zip(g, c)):
-                raise SpecError(f"kernel {k.name}: grid {g} is not a multiple of cluster {c} for {M}x{N}x{K}")
+                raise SpecError(f"kernel {k.name}: grid {g} is not a multiple of cluster {c} for {shape}")
             if g[0] >= 1 << 31 or g[1] >= 1 << 16 or g[2] >= 1 << 16:
                 raise SpecError(f"kernel {k.name}: grid {g} exceeds the hardware limits")
             smem = evaluate(k.smem, env)
@@ -174,9 +208,16 @@ class LaunchSpec:
         return out
 
 
+def _shape(sizes: dict[str, int]) -> str:
+    if set(sizes) == set(SCALARS):
+        return f"{sizes['M']}x{sizes['N']}x{sizes['K']}"
+    return ", ".join(f"{k}={v}" for k, v in sizes.items())
+
+
 @dataclass(frozen=True)
 class Resolved:
-    """One launch of one call at one shape. `args` are (kind, value): kind in A B C M N K int ws tmap."""
+    """One launch of one call at one shape. `args` are (kind, value): kind a buffer or size name of
+    the vocabulary (value None), or int, ws, tmap."""
     name: str
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
@@ -198,24 +239,27 @@ def parse(source: str) -> LaunchSpec | None:
     return _validate(data)
 
 
-def _dims(kname: str, what: str, v: Any) -> list[Expr]:
+def _dims(kname: str, what: str, v: Any, vocab: Vocab) -> list[Expr]:
     if not isinstance(v, list) or not 1 <= len(v) <= 3:
         raise SpecError(f"kernel {kname}: {what} must be a list of 1 to 3 integers or expressions")
     for x in v:
-        check_expr(x)
+        check_expr(x, vocab.scalars)
     return list(v)
 
 
-def _arg(kname: str, a: Any) -> Any:
+def _arg(kname: str, a: Any, vocab: Vocab) -> Any:
     if isinstance(a, str):
-        if a in MATRICES or a in SCALARS:
+        if a in vocab.buffers or a in vocab.scalars:
             return a
-        raise SpecError(f"kernel {kname}: unknown argument {a!r} (want A, B, C, M, N, K, or an object)")
+        raise SpecError(f"kernel {kname}: unknown argument {a!r} (want one of "
+                        f"{', '.join(vocab.buffers + vocab.scalars)}, or an object)")
     if not isinstance(a, dict) or len(a) == 0:
         raise SpecError(f"kernel {kname}: argument {a!r} is not a string or an object")
     if set(a) == {"int"} or set(a) == {"ws"}:
-        check_expr(next(iter(a.values())))
+        check_expr(next(iter(a.values())), vocab.scalars)
         return dict(a)
+    if "tmap" in a and not vocab.tmaps:
+        raise SpecError(f"kernel {kname}: tensor maps are for the GEMM only")
     if "tmap" in a:
         if set(a) - {"tmap", "box", "swizzle"}:
             raise SpecError(f"kernel {kname}: tmap argument has unknown keys {sorted(set(a) - {'tmap', 'box', 'swizzle'})}")
@@ -238,9 +282,13 @@ def _arg(kname: str, a: Any) -> Any:
 def _validate(d: Any) -> LaunchSpec:
     if not isinstance(d, dict):
         raise SpecError("the cudal2-launch block must hold a JSON object")
-    unknown = set(d) - {"kernels", "workspace", "m_tiles"}
+    unknown = set(d) - {"kernels", "workspace", "m_tiles", "task"}
     if unknown:
         raise SpecError(f"unknown key(s) in the launch spec: {', '.join(sorted(unknown))}")
+    task = d.get("task")
+    if task is not None and not isinstance(task, str):
+        raise SpecError("'task' must name a task of the general suite")
+    vocab = vocab_for(task)
     ks = d.get("kernels")
     if not isinstance(ks, list) or not 1 <= len(ks) <= MAX_KERNELS:
         raise SpecError(f"'kernels' must be a list of 1 to {MAX_KERNELS} launches")
@@ -257,15 +305,15 @@ def _validate(d: Any) -> LaunchSpec:
         if not isinstance(k.get("args"), list):
             raise SpecError(f"kernel {name}: 'args' must be a list")
         smem = k.get("smem", 0)
-        check_expr(smem)
-        kernels.append(KernelLaunch(name=name, grid=_dims(name, "grid", k.get("grid")),
-                                    block=_dims(name, "block", k.get("block")),
-                                    cluster=_dims(name, "cluster", k.get("cluster", [1, 1, 1])),
-                                    smem=smem, args=[_arg(name, a) for a in k["args"]]))
+        check_expr(smem, vocab.scalars)
+        kernels.append(KernelLaunch(name=name, grid=_dims(name, "grid", k.get("grid"), vocab),
+                                    block=_dims(name, "block", k.get("block"), vocab),
+                                    cluster=_dims(name, "cluster", k.get("cluster", [1, 1, 1]), vocab),
+                                    smem=smem, args=[_arg(name, a, vocab) for a in k["args"]]))
     ws = d.get("workspace", 0)
-    check_expr(ws)
+    check_expr(ws, vocab.scalars)
     tiles = d.get("m_tiles", [128])
     if (not isinstance(tiles, list) or not 1 <= len(tiles) <= 4
             or not all(isinstance(t, int) and not isinstance(t, bool) and 1 <= t <= 512 for t in tiles)):
         raise SpecError("'m_tiles' must be a list of 1 to 4 integers in 1..512")
-    return LaunchSpec(kernels=kernels, workspace=ws, m_tiles=list(tiles))
+    return LaunchSpec(kernels=kernels, workspace=ws, m_tiles=list(tiles), task=task)

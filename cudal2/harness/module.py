@@ -40,9 +40,11 @@ def _check(rc: int, what: str) -> None:
         raise LoadError(str(e)) from None
 
 
-def _expected_size(kind: str) -> int:
-    return {"A": _PTR, "B": _PTR, "C": _PTR, "ws": _PTR, "M": _INT, "N": _INT, "K": _INT, "int": _INT,
-            "tmap": TMAP_BYTES}[kind]
+def _expected_size(kind: str, spec: LaunchSpec) -> int:
+    """Bytes of a parameter: a pointer for a buffer or a workspace slice, 4 for a size or an int."""
+    if kind in spec.vocab.buffers or kind == "ws":
+        return _PTR
+    return TMAP_BYTES if kind == "tmap" else _INT
 
 
 class Module:
@@ -87,9 +89,9 @@ class Module:
         for i, kind in enumerate(kinds):
             if cu.cuFuncGetParamInfo(fn, i, ctypes.byref(offset), ctypes.byref(size)) != driver.CUDA_SUCCESS:
                 raise LoadError(f"kernel {name} has {i} parameters, the spec passes {len(kinds)}")
-            if size.value != _expected_size(kind):
+            if size.value != _expected_size(kind, self.spec):
                 raise LoadError(f"kernel {name}: parameter {i} is {size.value} bytes, the spec's {kind!r} is "
-                                f"{_expected_size(kind)}")
+                                f"{_expected_size(kind, self.spec)}")
         if cu.cuFuncGetParamInfo(fn, len(kinds), ctypes.byref(offset), ctypes.byref(size)) == driver.CUDA_SUCCESS:
             raise LoadError(f"kernel {name} has more than the {len(kinds)} parameters the spec passes")
 
@@ -101,9 +103,12 @@ class Module:
         return self.spec.workspace_bytes(M, N, K)
 
     def resolved(self, M: int, N: int, K: int) -> list[Resolved]:
-        key = (M, N, K)
+        return self.resolved_for({"M": M, "N": N, "K": K})
+
+    def resolved_for(self, sizes: dict[str, int]) -> list[Resolved]:
+        key = tuple(sizes.items())
         if key not in self._resolved:
-            rs = self.spec.resolve(M, N, K)
+            rs = self.spec.resolve_sizes(sizes)
             for r in rs:
                 # Raised for any dynamic size: static shared memory counts against the 48 KiB default
                 # too, so a launch at exactly 48 KiB of dynamic memory can already need it.
@@ -115,21 +120,26 @@ class Module:
         return self._resolved[key]
 
     def call(self, a: int, b: int, c: int, M: int, N: int, K: int, ws: int, ws_bytes: int, stream: int) -> int:
-        """Enqueue one call; 0 or the first launch's CUDA error code (a bad spec for the shape: 1)."""
+        """Enqueue one GEMM call; 0 or the first launch's CUDA error code (a bad spec for the shape: 1)."""
+        return self.launch({"A": a, "B": b, "C": c}, {"M": M, "N": N, "K": K}, ws, stream)
+
+    def launch(self, ptrs: dict[str, int], sizes: dict[str, int], ws: int, stream: int) -> int:
+        """Enqueue one call of any vocabulary: `ptrs` by buffer name, `sizes` by size name; 0 or the
+        first launch's CUDA error code (a spec that does not resolve for these sizes: 1)."""
         cu = driver.lib()
         try:
-            launches = self.resolved(M, N, K)
+            launches = self.resolved_for(sizes)
         except (SpecError, LoadError):
             return 1  # cudaErrorInvalidValue: the spec does not resolve for this shape
-        ptrs = {"A": a, "B": b, "C": c}
+        M, N, K = (sizes.get(x, 0) for x in "MNK")
         dims = {"A": (K, M), "B": (K, N), "C": (N, M)}
         for r in launches:
             bufs = []
             for kind, v in r.args:
-                if kind in ("A", "B", "C", "ws"):
+                if kind in ptrs or kind == "ws":
                     bufs.append(ctypes.c_uint64(ptrs[kind] if kind != "ws" else ws + v))
-                elif kind in ("M", "N", "K", "int"):
-                    bufs.append(ctypes.c_int32({"M": M, "N": N, "K": K}.get(kind, v)))
+                elif kind in sizes or kind == "int":
+                    bufs.append(ctypes.c_int32(sizes[kind] if kind != "int" else v))
                 else:
                     which, box, swizzle = v
                     try:

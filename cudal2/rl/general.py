@@ -96,10 +96,23 @@ def inputs(t: GeneralTask, sizes: dict | None = None, generator=None, device: st
 
 
 # --- the suite ------------------------------------------------------------------------------
+def _wraps(ref, inner):
+    """`ref` with the function the suite wrote (what `reference_text` shows a model)."""
+    ref.__wrapped__ = inner
+    return ref
+
+
+def reference_text(t: GeneralTask) -> str:
+    """The source line(s) that define the task's computation."""
+    import inspect
+    return inspect.getsource(getattr(t.reference, "__wrapped__", t.reference)).strip()
+
+
 def _ew(name: str, fn, level: int = 1, n_in: int = 1, flops_per: int = 1, **kw) -> GeneralTask:
     ins = tuple(Buffer(c, ("rows", "cols")) for c in "xyz"[:n_in])
     return GeneralTask(f"ew-{name}", level, ins, (Buffer("out", ("rows", "cols")),), {"rows": 4096, "cols": 4096},
-                       lambda **a: (fn(*[a[b.name] for b in ins]),), lambda s: flops_per * s["rows"] * s["cols"], **kw)
+                       _wraps(lambda **a: (fn(*[a[b.name] for b in ins]),), fn),
+                       lambda s: flops_per * s["rows"] * s["cols"], **kw)
 
 
 def _torch():
@@ -117,7 +130,7 @@ ROW = {"rows": 8192, "cols": 4096}
 def _row(name: str, fn, out_shape=("rows",), out_dtype="f16", level: int = 2, sample="normal", tol=Tolerance(),
          sizes=None) -> GeneralTask:
     return GeneralTask(f"row-{name}", level, (Buffer("x", ("rows", "cols"), sample=sample),),
-                       (Buffer("out", out_shape, out_dtype),), dict(sizes or ROW), lambda x: (fn(x),),
+                       (Buffer("out", out_shape, out_dtype),), dict(sizes or ROW), _wraps(lambda x: (fn(x),), fn),
                        lambda s: 2 * s["rows"] * s["cols"], tol)
 
 
@@ -227,3 +240,13 @@ def _rope(x, cos, sin):
 
 
 SUITE: list[GeneralTask] = _suite()
+BY_ID: dict[str, GeneralTask] = {t.id: t for t in SUITE}
+
+
+def vocab(task_id: str):
+    """The launch vocabulary of a task: its buffers and its size names (`harness.launch.Vocab`)."""
+    from cudal2.harness.launch import SpecError, Vocab
+    t = BY_ID.get(task_id)
+    if t is None:
+        raise SpecError(f"no task {task_id!r} in the general suite")
+    return Vocab(scalars=tuple(t.sizes), buffers=tuple(b.name for b in t.inputs + t.outputs))

@@ -3,8 +3,10 @@
 Guarantees:
 - each completion is parsed as `generate` parses a full-file completion (a parse error gets the
   floor, with the parser's reason); sources are untrusted, so the judge's contract v2 applies;
-- a batch is deduplicated by (source hash, shape), and results are cached across batches: the
-  same kernel for the same shape is judged once;
+- a batch is deduplicated by (source hash, target), and results are cached across batches: the
+  same kernel for the same target is judged once; a target is an HGEMM shape (the GEMM judge,
+  speedup = its score) or a general task id (the task judge, `harness.task_judge`, speedup
+  against the torch reference);
 - builds run in parallel on every core; with a GPU, judging runs in the harness's worker
   process (`Evaluator`), never in the caller's (the trainer's) process; without one, the reward
   stops at the build and says so: a build failure gets the floor, a kernel that built gets None
@@ -32,7 +34,8 @@ class RewardService:
         self.cfg = cfg
         self.gpu = (gpu_present() is None) if gpu is None else gpu
         self._ev = None
-        self.cache: dict[tuple[str, Problem], RewardParts] = {}
+        self._tw = None   # the task judge's worker
+        self.cache: dict[tuple[str, Problem | str], RewardParts] = {}
         self.judged = 0   # distinct (source, shape) pairs judged or built so far
 
     def evaluator(self):
@@ -45,8 +48,17 @@ class RewardService:
         if self._ev is not None:
             self._ev.close()
             self._ev = None
+        if self._tw is not None:
+            self._tw.close()
+            self._tw = None
 
-    def score(self, completions: list[str], problems: list[Problem]) -> list[RewardParts]:
+    def task_worker(self):
+        if self._tw is None:
+            from cudal2.harness.worker import Worker
+            self._tw = Worker()
+        return self._tw
+
+    def score(self, completions: list[str], problems: list[Problem | str]) -> list[RewardParts]:
         T = self.cfg.train
         out: list[RewardParts | None] = [None] * len(completions)
         todo: dict[tuple[str, Problem], tuple[str, list[int]]] = {}
@@ -70,7 +82,7 @@ class RewardService:
             self.judged += len(keys)
         return out  # type: ignore[return-value]
 
-    def _judge(self, jobs: list[tuple[str, Problem]]) -> list[RewardParts]:
+    def _judge(self, jobs: list[tuple[str, Problem | str]]) -> list[RewardParts]:
         T = self.cfg.train
         builds = build_many([src for src, _ in jobs], self.cfg.build)
         out: list[RewardParts] = []
@@ -79,9 +91,21 @@ class RewardService:
                 out.append(shape(T, b.stage, False, reason=b.reason))
             elif not self.gpu:
                 out.append(shape(T, Stage.BUILD.value, True, infra=True, reason=NO_GPU))
+            elif isinstance(p, str):
+                out.append(self._judge_task(src, p))
             else:
                 from cudal2.harness.evaluate import Candidate
                 (r,) = self.evaluator().evaluate([Candidate(f"rl-{source_hash(src)[:10]}", src)], p,
                                                  profile=T.ncu_weight > 0, reuse=False)
                 out.append(from_result(T, r))
         return out
+
+    def _judge_task(self, src: str, task_id: str) -> RewardParts:
+        """A general task's reward: the task judge's verdict; the speedup is against the faster of
+        the torch reference and (when timed) its torch.compile."""
+        from cudal2.harness.task_judge import evaluate_task
+        T = self.cfg.train
+        r = evaluate_task(src, task_id, self.cfg, self.task_worker())
+        if not r.get("ok"):
+            return shape(T, r.get("stage", "worker"), False, reason=r.get("reason", ""))
+        return shape(T, Stage.DONE.value, True, speedup=min(r["speedup"].values()))

@@ -24,21 +24,23 @@ import random
 from pathlib import Path
 
 from cudal2.config import Config
-from cudal2.rl.tasks import Task, matmul_tasks, prompter
+from cudal2.rl.tasks import Task, general_tasks, matmul_tasks, prompter
 
 STAGES = ("sft", "matmul", "general")
 
 
-def train_tasks(cfg: Config, n: int, seed: int = 0) -> list[Task]:
-    tasks = [t for t in matmul_tasks(cfg.train.holdout_fraction) if t.split == "train"]
+def train_tasks(cfg: Config, n: int, seed: int = 0, stage: str = "matmul") -> list[Task]:
+    pool = general_tasks() if stage == "general" else matmul_tasks(cfg.train.holdout_fraction)
+    tasks = [t for t in pool if t.split == "train"]
     random.Random(seed).shuffle(tasks)
     return [tasks[i % len(tasks)] for i in range(n)]
 
 
 def _rows(cfg: Config, tasks: list[Task], device: dict | None, retriever) -> list[dict]:
     prompt = prompter(cfg, device, retriever)
-    return [{"prompt": prompt(t), "task_id": t.id,
-             "M": t.problem.M, "N": t.problem.N, "K": t.problem.K} for t in tasks]
+    return [{"prompt": prompt(t), "task_id": t.id, **({"task": t.general} if t.general else
+                                                     {"M": t.problem.M, "N": t.problem.N, "K": t.problem.K})}
+            for t in tasks]
 
 
 def _metrics_callback(path: Path):
@@ -101,7 +103,7 @@ def _callbacks(output: Path, progress: bool) -> list:
 
 
 def grpo(cfg: Config, model: str, steps: int, output: Path, resume: bool = False, device: dict | None = None,
-         retriever=None, service=None, progress: bool = False):
+         retriever=None, service=None, progress: bool = False, stage: str = "matmul"):
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
@@ -109,7 +111,8 @@ def grpo(cfg: Config, model: str, steps: int, output: Path, resume: bool = False
     from cudal2.rl.trl_reward import make_reward
     T = cfg.train
     output.mkdir(parents=True, exist_ok=True)
-    ds = Dataset.from_list(_rows(cfg, train_tasks(cfg, max(1, steps * T.batch_prompts)), device, retriever))
+    ds = Dataset.from_list(_rows(cfg, train_tasks(cfg, max(1, steps * T.batch_prompts), stage=stage), device,
+                                 retriever))
     args = GRPOConfig(**_common_args(cfg, output, steps, progress), num_generations=T.num_generations,
                       per_device_train_batch_size=T.num_generations * T.batch_prompts,
                       max_completion_length=T.max_completion_length,

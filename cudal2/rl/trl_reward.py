@@ -1,8 +1,8 @@
 """The reward function TRL's GRPOTrainer calls, over a `RewardService`.
 
 Guarantees: `make_reward(service)` returns `f(prompts, completions, **columns)` as TRL calls it
-(conversational or plain completions; the dataset's M, N, K columns name each row's shape); it
-returns one float or None per completion, and logs through TRL's `log_metric` the fractions that
+(conversational or plain completions; the dataset's M, N, K columns name each row's shape, or
+a `task` column names a general task instead); it returns one float or None per completion, and logs through TRL's `log_metric` the fractions that
 compiled and verified, the best speedup, the fraction of groups (rows of one prompt) whose
 rewards have zero spread, and the distinct kernels judged, and through `log_extra` each
 completion's stage and reason (the trace of every reward's parts).
@@ -34,8 +34,8 @@ def group_stats(prompts: list, rewards: list[float | None]) -> float:
 
 
 def make_reward(service: RewardService):
-    def cudal2_judge(prompts, completions, M=None, N=None, K=None, log_metric=None, log_extra=None, **_):
-        problems = [Problem(int(m), int(n), int(k)) for m, n, k in zip(M, N, K)]
+    def cudal2_judge(prompts, completions, M=None, N=None, K=None, task=None, log_metric=None, log_extra=None, **_):
+        problems = list(task) if task else [Problem(int(m), int(n), int(k)) for m, n, k in zip(M, N, K)]
         parts = service.score([_text(c) for c in completions], problems)
         rewards = [p.reward for p in parts]
         if log_metric is not None:
