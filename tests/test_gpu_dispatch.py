@@ -111,6 +111,18 @@ def test_torch_compile_traces_the_op(lib):
     assert delta(lib, before, "hits") == {e.id: 1}
 
 
+def test_torch_compile_traces_cudal2_linear_after_eager_calls():
+    # After an eager call, cudal2.linear's short way is the C++ front door; compiled code must
+    # still trace it (as the op), in one graph.
+    import torch
+
+    import cudal2
+    x, W = operands(64, 128, 256)
+    cudal2.linear(x, W)
+    f = torch.compile(lambda a, w: cudal2.linear(a, w) * 2, fullgraph=True)
+    torch.testing.assert_close(f(x, W), torch.nn.functional.linear(x, W) * 2, atol=0.1, rtol=0.02)
+
+
 def test_a_patched_model_runs_the_kernel_in_inference(lib, monkeypatch):
     import torch
 

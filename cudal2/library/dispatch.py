@@ -98,25 +98,18 @@ def load():
     mod = importlib.util.module_from_spec(spec)
     loader.exec_module(mod)
     sys.modules[_name()] = mod
-    _register_fake(mod)
+    _register_fake()
     _loaded[key] = mod
     return mod
 
 
-def _register_fake(mod) -> None:
+def _register_fake() -> None:
     import torch
 
     @torch.library.register_fake("cudal2::linear")
     def _(x, w, bias=None):
         return x.new_empty((*x.shape[:-1], w.shape[0]))
 
-    # torch.compile cannot trace into a builtin: where a traced function calls the eager front
-    # door, it traces the op instead (same result; the front door's checks are eager-only).
-    op = torch.ops.cudal2.linear.default   # bound here: a polyfill is traced without its globals
-
-    @torch.compiler.substitute_in_graph(mod.front, skip_signature_check=True)
-    def _front(x, w, bias=None):
-        return op(x, w, bias)
 
 
 def register(ext, entry_id: str, module, M: int, N: int, K: int) -> None:

@@ -44,10 +44,10 @@ def _validate(x, W, bias) -> None:
 
 def linear(x, W, bias=None):
     """F.linear(x, W, bias) through the default library. Once the default library is in the
-    compiled dispatcher, a call is that dispatcher's `front` (checks, lookup, launch or F.linear's
-    kernel, all in C++); torch.compile traces it as the op (see `dispatch.load`)."""
+    compiled dispatcher, an eager call is that dispatcher's `front` (checks, lookup, launch or
+    F.linear's kernel, all in C++); while torch.compile traces, the op."""
     front = _FRONT[0]
-    if front is not None:
+    if front is not None and not _FRONT[1]():   # (while torch.compile traces, the long way: the op)
         try:
             return front(x, W, bias)
         except TypeError:
@@ -58,12 +58,14 @@ def linear(x, W, bias=None):
         x = x.contiguous()
     lib = library._default or library.default()
     y = lib.linear(x, W, bias)
-    if lib._ext is not None and lib is library._default:
-        _FRONT[0] = lib._ext.front   # the default library is in the dispatcher: later calls go straight there
+    import torch
+    if lib._ext is not None and lib is library._default and not torch.compiler.is_compiling():
+        # The default library is in the dispatcher: later eager calls go straight there.
+        _FRONT[:] = [lib._ext.front, torch.compiler.is_compiling]
     return y
 
 
-_FRONT: list = [None]
+_FRONT: list = [None, None]   # the dispatcher's front door, and torch.compiler.is_compiling
 
 
 def python_linear(lib, x, W, bias=None):

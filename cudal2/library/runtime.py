@@ -114,7 +114,7 @@ class Library:
             return None
         from cudal2.library import layers
         from cudal2.library.arrays import InputError
-        layers._FRONT[0] = None   # cudal2.linear's short way served the library this one replaces
+        layers._FRONT[:] = [None, None]   # cudal2.linear's short way served the library this one replaces
         ext.clear()
         # Served shapes load on their first call (the dispatcher asks `_load_for`), so a first call
         # pays for one binary, not for all of them.
