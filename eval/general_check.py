@@ -15,9 +15,10 @@ from pathlib import Path
 from cudal2.config import Config
 from cudal2.harness.task_judge import evaluate_task
 from cudal2.harness.worker import Worker
+from cudal2.rl import general
 from cudal2.rl.general import SUITE, split
 
-REFS = Path(__file__).resolve().parent.parent / "cudal2" / "rl" / "references"
+REFS = Path(general.__file__).parent / "references"
 
 
 def main() -> None:

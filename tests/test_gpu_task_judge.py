@@ -1,17 +1,20 @@
 """The general-task judge on the GPU: every reference solution passes verification, and a kernel
 that writes outside its buffers, computes half the outputs or writes its input fails at its stage."""
 
+from pathlib import Path
+
 import pytest
 
 from cudal2.config import Config
 from cudal2.harness.task_judge import evaluate_task
+from cudal2.rl import general
 from cudal2.rl.general import SUITE
 
 from .conftest import KERNELS
 
 pytestmark = pytest.mark.gpu
 
-REFS = KERNELS.parent.parent / "cudal2" / "rl" / "references"
+REFS = Path(general.__file__).parent / "references"
 
 
 @pytest.fixture(scope="module")

@@ -379,19 +379,20 @@ class Judge:
                 if i is None:   # (a server call's flush is the server loop's own)
                     timing.flush_l2(flush)   # the sets come from memory, as in a run over more data than the L2 holds
 
-            def checked(n: str, first: int = 0, count: int | None = None) -> None:
+            def checked(n: str, first: int = 0, count: int | None = None, final: bool = False) -> None:
                 """After a runner's replay or call: its spot check; for the candidate, enqueued only
                 once its calls are done (the check's positions exist nowhere while they run), and
-                then nothing it could have left for a later call may remain: both operands of every
-                set as the generator gave them, the arena's background untouched. The host waits
-                after every runner alike, so every replay starts from the same rhythm."""
+                then nothing it could have left for a later call may remain: the fixed operand of
+                every set as the generator gave it (and, `final`, the regenerated one), the arena's
+                background untouched."""
                 if n != "candidate":
                     gd[n].spot(first, count)
-                    self.wait(Stage.TIMING, timeout)
                     return
                 self.drain_device(Stage.TIMING, timeout)
                 gd[n].spot(first, count)
-                self.check_between_calls(gd[n], sets)
+                # The regenerated operand is drawn afresh before every replay and call: its check
+                # is needed only where a full check or a re-run reads it (final replay, re-run).
+                self.check_between_calls(gd[n], sets, regenerated=final)
                 checks, failed, bad, _ = gd[n].log.read()   # read now: no later call gets to rewrite it
                 if failed:
                     raise Failed(Stage.TIMING, f"a spot-checked output is wrong in a timed call: input set {bad.set}, "
@@ -423,7 +424,7 @@ class Judge:
                 if self.cand:   # last: the sets now hold its outputs for the full check below
                     fresh("candidate")
                     graphs["candidate"][0].launch(self.stream)
-                    checked("candidate")
+                    checked("candidate", final=True)
                     expected["candidate"] += 1
                 self.drain_device(Stage.TIMING, timeout)
                 self.check_logs(gd, names, {n: 0 for n in names}, expected, "offline")
@@ -484,12 +485,13 @@ class Judge:
             if not authentic:
                 raise Failed(Stage.TIMING, f"{mode}: the spot checks' log was rewritten between checks")
 
-    def check_between_calls(self, guard: guards.Guard, sets: Sets) -> None:
-        """After the candidate's timed calls (the device drained): both operands of every set are
-        what the generator gave them and no byte of the arena's background changed. Between two
-        replays or calls the harness rewrites everything else a call can reach (C, workspaces,
-        the regenerated operand), so nothing a call leaves can reach a later one."""
-        bad = guard.inputs_changed()
+    def check_between_calls(self, guard: guards.Guard, sets: Sets, regenerated: bool = True) -> None:
+        """After the candidate's timed calls (the device drained): the fixed operand of every set
+        (and with `regenerated` the regenerated one) is what the generator gave it and no byte of
+        the arena's background changed. Between two replays or calls the harness rewrites
+        everything else a call can reach (C, workspaces, the regenerated operand), so nothing a
+        call leaves can reach a later one."""
+        bad = guard.inputs_changed(regenerated)
         if bad:
             raise Failed(Stage.INPUTS, f"{bad} elements of A or B changed during timed calls")
         check_arena(sets.arena, lambda i: sets.names[i], " during timed calls")

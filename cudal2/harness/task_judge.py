@@ -11,8 +11,8 @@ Guarantees (`judge_task`, a worker job; `evaluate_task` builds and runs it from 
   random finite values, the chip scrubbed and free pool blocks unmapped, one call; then the
   inputs are bitwise what their seed gives (regenerated, no copy kept), the arena's background is
   intact, and every output meets the task's tolerance against the task's torch reference
-  ('exact': bitwise; 'relative': |out - ref| <= 2^-9 |ref| + 2^-12 rms(ref) for 16-bit outputs,
-  2^-14 for f32); a repeat with the same inputs must give bitwise the same outputs;
+  ('exact': bitwise; 'relative': |out - ref| <= 2^-9 |ref| + 2^-12 rms(ref) + 2^-24 for 16-bit
+  outputs, 2^-14 |ref| + 2^-14 rms(ref) for f32); a repeat with the same inputs must give bitwise the same outputs;
 - timing: CUDA graphs over input sets larger than twice the L2, the candidate against the torch
   reference (eager kernels, captured) and, when asked, `torch.compile` of it; before every replay,
   untimed, fresh inputs, poisoned outputs, a scrub and an L2 flush; after every candidate
@@ -31,7 +31,9 @@ import time
 
 from cudal2.config import Config
 
-TOL = {2: (2.0 ** -9, 2.0 ** -12), 4: (2.0 ** -14, 2.0 ** -14)}   # bytes per element -> (rel, of rms)
+# bytes per element -> (of |ref|, of rms(ref), absolute): the absolute part is one fp16 subnormal
+# step, which an exact answer rounded to fp16 can already miss by (a softmax over 2^18 columns).
+TOL = {2: (2.0 ** -9, 2.0 ** -12, 2.0 ** -24), 4: (2.0 ** -14, 2.0 ** -14, 0.0)}
 
 
 class TaskFailed(Exception):
@@ -70,9 +72,9 @@ def within(out, ref, kind: str) -> tuple[bool, str]:
     o, r = out.double(), ref.double()
     if not bool(torch.isfinite(o).all()):
         return False, f"{int((~torch.isfinite(o)).sum())} outputs are NaN/Inf"
-    rel, of_rms = TOL[out.element_size() if out.element_size() in TOL else 2]
+    rel, of_rms, floor = TOL[out.element_size() if out.element_size() in TOL else 2]
     rms = float(r.square().mean().sqrt())
-    excess = (o - r).abs() - (rel * r.abs() + of_rms * rms)
+    excess = (o - r).abs() - (rel * r.abs() + of_rms * rms + floor)
     bad = int((excess > 0).sum())
     return bad == 0, f"{bad} of {out.numel()} outputs outside the tolerance (worst by {float(excess.max()):.3g})"
 
