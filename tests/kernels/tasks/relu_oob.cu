@@ -9,5 +9,5 @@
 extern "C" __global__ void relu_oob(const __half* x, __half* out, int n) {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) out[i] = __hmax(x[i], __float2half(0.0f));
-    if (i == n) out[i] = __float2half(1.0f);
+    if (i == n - 1) out[n] = __float2half(1.0f);   // one element past the end
 }
