@@ -206,7 +206,7 @@ def _judge(binary, spec_dict, task_id, cfg, sizes, time_it, with_compile) -> dic
 
         # --- verification ---------------------------------------------------------------------
         st = _Setup(task, sizes, ws_bytes, 1, cfg.verify.guard_bytes)
-        for trial in range(cfg.verify.gaussian_trials):
+        for _ in range(cfg.verify.gaussian_trials):
             st.fill(0)
             guards.scrub()
             release_memory()
@@ -215,7 +215,7 @@ def _judge(binary, spec_dict, task_id, cfg, sizes, time_it, with_compile) -> dic
             settle("verify")
             checked(st, 0, "verify")
         # Determinism: the last trial's inputs again, under fresh poison, give the same bits.
-        first = {b.name: st.sets[0][b.name].clone() for b in task.outputs}
+        first = {b.name: st.sets[0][b.name].cpu() for b in task.outputs}   # on the host: out of a call's reach
         seed = st.seeds[0]
         st.fill(0)
         st.seeds[0] = seed
@@ -225,7 +225,7 @@ def _judge(binary, spec_dict, task_id, cfg, sizes, time_it, with_compile) -> dic
         call(st, 0, "determinism")
         settle("determinism")
         for name, prev in first.items():
-            if not torch.equal(st.sets[0][name].view(torch.uint8), prev.view(torch.uint8)):
+            if not torch.equal(st.sets[0][name].cpu().view(torch.uint8), prev.view(torch.uint8)):
                 raise TaskFailed("determinism", f"{name}: a second call on the same inputs gave other bits")
         out["verified"] = True
         del st
