@@ -1,5 +1,7 @@
 """The v2 launch spec: parsing, the expression language, and resolution for a shape."""
 
+import json
+
 import pytest
 
 from cudal2.harness.launch import SpecError, check_expr, evaluate, parse
@@ -79,3 +81,28 @@ def test_two_spec_blocks_are_refused():
 def test_spec_round_trips_through_a_dict():
     s = parse(GOOD)
     assert type(s).from_dict(s.to_dict()) == s
+
+
+def _task_spec(args, task="row-softmax", extra=""):
+    return ('/* cudal2-launch {"task": "%s", %s"kernels": [{"name": "k", "grid": ["rows"], "block": [256], '
+            '"args": %s}]} */' % (task, extra, json.dumps(args)))
+
+
+def test_a_task_spec_speaks_its_tasks_buffers_and_sizes():
+    spec = parse(_task_spec(["x", "out", "cols", {"int": "rows * cols"}]))
+    (r,) = spec.resolve_sizes({"rows": 8, "cols": 1024})
+    assert spec.task == "row-softmax" and r.grid == (8, 1, 1)
+    assert r.args == [("x", None), ("out", None), ("cols", None), ("int", 8192)]
+
+
+@pytest.mark.parametrize("args,why", [(["A", "out"], "unknown argument 'A'"),
+                                      ([{"tmap": "x", "box": [64, 64], "swizzle": 0}], "tensor maps are for the GEMM"),
+                                      ([{"int": "M * 2"}], "only integers, the sizes")])
+def test_a_task_spec_refuses_the_gemms_vocabulary(args, why):
+    with pytest.raises(SpecError, match=why):
+        parse(_task_spec(args))
+
+
+def test_a_spec_for_a_task_that_does_not_exist_is_refused():
+    with pytest.raises(SpecError, match="no task 'row-nothing'"):
+        parse(_task_spec(["x"], task="row-nothing"))
