@@ -8,30 +8,35 @@ judged in a worker process of its own that leaves after the job.
 Guarantees, in order (the first failure stops the run and is recorded with its stage):
 - load: the module loads and matches its spec (v2), or the library exports `cudal2_gemm` (v1);
   the workspace it asks for is allowed.
+- Every buffer a call can address (A, B, C, the workspace; in verification and in timing alike)
+  is a region of a `buffers.Arena`: random layout, every other byte checked background, so
+  neither the addresses nor the memory around them tell the stages apart.
 - Every candidate call, in every stage: `guards.prep` first fills the workspace with fresh random
   bytes and C with random answer-scale values, and `guards.scrub` overwrites the shared memory,
-  local memory and registers an earlier call could have left something in; the call runs
-  before any reference; its status must be 0; the stream, then the whole device, must drain
-  within the deadline (else a hang); then A and B must be bitwise what their seeds give
-  ("inputs") and every guard region intact ("canary"), and only then is the output compared.
-  No reference copy of anything exists in device memory while candidate code runs: inputs,
-  guards and the spot checks' operands are regenerated from seeds held on the host.
+  local memory and registers an earlier call could have left something in; free pool blocks are
+  unmapped; the call runs before any reference; its status must be 0; the stream, then the whole
+  device, must drain within the deadline (else a hang); then A and B must be bitwise what their
+  seeds give ("inputs") and the arena's background intact ("canary"), and only then is the
+  output compared. No reference copy of anything exists in device memory while candidate code
+  runs: inputs, background and the spot checks' operands are regenerated from seeds on the host.
 - exact: {-1, 0, 1} inputs, output equal to the exact result.
 - gaussian: a Gaussian, a positive-mean and a cancelling trial (see `buffers.fill`; B is drawn
   as in timing), error against a float64 reference within `error_ratio` x cuBLAS's error
   (relative Frobenius) and `max_error_ratio` x (largest element).
 - repeat: consecutive calls through the same pointers, new contents each time, each checked.
 - determinism: identical inputs, outputs equal bit for bit.
-- timing: offline and server beside the baselines, on distinct input sets allocated in random
-  order. Before every replay (offline) or call (server) of every runner, untimed, `guards`
-  regenerate the smaller operand densely (no timed call sees inputs an earlier call saw;
-  Gaussian, or in one replay of three the cancelling case), randomize workspaces and C, scrub
-  the chip before the candidate's, and flush the L2; after it, every call's output is
-  spot-checked at positions drawn after the call, against operands recomputed from the
-  generator; every candidate call must be checked, none may fail, and the checks' log must
-  carry the tag only the harness can compute. Nothing of this is inside a timed region. After
-  timing, the fixed operand is compared with its seed's values, every workspace's guards are
-  checked, and the final outputs of a sample of sets are checked in full.
+- timing: offline and server beside the baselines, on distinct input sets in one arena (the
+  baselines' own buffers in another). Before every replay (offline) or call (server) of every
+  runner, untimed, `guards` regenerate the smaller operand densely (no timed call sees inputs an
+  earlier call saw; Gaussian, or in one replay of three the cancelling case), randomize
+  workspaces and C, scrub the chip before the candidate's, and flush the L2. After each of the
+  candidate's replays and calls, once it has drained: a spot check of every call's output at
+  positions drawn from a key new to that check, against operands recomputed from the generator
+  (the log read at once), then the fixed operand compared with the generator and the arena's
+  background checked, so nothing a call leaves can reach a later one. After the last offline
+  replay, the regenerated operand is compared too, a sample of sets is checked in full, and the
+  graph runs once more on the same inputs: the sample must come out bit for bit the same.
+  Nothing of this is inside a timed region.
 - sanity: no time below the physical floor of the shape.
 Inputs are drawn fresh (unpredictable seed) for every trial; seeds are recorded in `checks`.
 
