@@ -1,0 +1,66 @@
+"""Where nvdisasm and cuobjdump are, and running them.
+
+Guarantees:
+- `find(name)` looks on PATH first, then in the `nvidia-cuda-nvdisasm` / `nvidia-cuda-cuobjdump`
+  pip packages (they install under `site-packages/nvidia/cu*/bin/`); it returns None when neither
+  has the tool, and never downloads anything;
+- `run(name, args)` runs the tool with a timeout and returns its stdout; a missing tool raises
+  `ToolMissing`, a failing one `ToolFailed` with the tool's own message.
+
+Does not: check the version. 13.2 is what `pyproject.toml` pins and what this package was
+written against (`-lrm narrow`, `-bbcfg -poff`); `version(name)` says what was found.
+"""
+
+from __future__ import annotations
+
+import functools
+import glob
+import os
+import shutil
+import subprocess
+
+
+class ToolMissing(RuntimeError):
+    """The tool is neither on PATH nor installed by pip."""
+
+
+class ToolFailed(RuntimeError):
+    """The tool ran and failed."""
+
+
+@functools.cache
+def find(name: str) -> str | None:
+    hit = shutil.which(name)
+    if hit:
+        return hit
+    try:
+        import nvidia  # a namespace package: one entry per installed nvidia-* wheel location
+    except ImportError:
+        return None
+    for root in list(getattr(nvidia, "__path__", [])):
+        for path in sorted(glob.glob(os.path.join(root, "*", "bin", name)), reverse=True):  # cu13 before cu12
+            if os.access(path, os.X_OK):
+                return path
+    return None
+
+
+def require(name: str) -> str:
+    path = find(name)
+    if path is None:
+        raise ToolMissing(f"{name} not found on PATH nor in the pip package "
+                          f"(pip install nvidia-cuda-{name}==13.2.*)")
+    return path
+
+
+def run(name: str, args: list[str], timeout: float = 60.0) -> str:
+    proc = subprocess.run([require(name), *args], capture_output=True, text=True, timeout=timeout)
+    if proc.returncode != 0:
+        raise ToolFailed(f"{name} {' '.join(args)} failed ({proc.returncode}): {proc.stderr.strip()[:2000]}")
+    return proc.stdout
+
+
+@functools.cache
+def version(name: str) -> str:
+    out = run(name, ["--version"])
+    lines = [ln for ln in out.splitlines() if "release" in ln]
+    return lines[0].strip() if lines else out.strip().splitlines()[-1]
