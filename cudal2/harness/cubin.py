@@ -1,7 +1,7 @@
 """What a built v2 cubin holds, and the checks a device-only candidate's binary must pass.
 
 Guarantees:
-- `inspect(data)` reads the ELF section and symbol tables of a cubin (no CUDA needed) and
+- `sections(data)` reads the ELF section headers of a cubin (no CUDA needed); `inspect(data)`
   returns its sections, entry kernels and unresolved symbols;
 - `violations(info, kernels)` lists, one line each, what the contract forbids in the binary
   whatever the source looked like: writable module globals (`.nv.global*`: state that would
@@ -33,31 +33,51 @@ class CubinInfo:
     undefined: list[str] = field(default_factory=list)
 
 
-def inspect(data: bytes) -> CubinInfo:
-    if data[:4] != b"\x7fELF" or data[4] != 2:
-        raise CubinError("not a 64-bit ELF file")
+@dataclass(frozen=True)
+class Section:
+    index: int
+    name: str
+    type: int
+    flags: int
+    offset: int
+    size: int
+    link: int
+    info: int
+    entsize: int
+
+
+def sections(data: bytes) -> list[Section]:
+    """The section headers of a 64-bit little-endian ELF file, with their names."""
+    if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+        raise CubinError("not a 64-bit little-endian ELF file")
     try:
         shoff, = struct.unpack_from("<Q", data, 0x28)
         shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
         heads = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
-        strtab_off = heads[shstrndx][4]
+        names_off = heads[shstrndx][4]
+        return [Section(i, _name_at(data, names_off, name), typ, flags, off, size, link, info, entsize)
+                for i, (name, typ, flags, _, off, size, link, info, _, entsize) in enumerate(heads)]
+    except (struct.error, IndexError, ValueError) as e:
+        raise CubinError(f"malformed ELF: {e}") from None
 
-        def name_at(off: int, base: int) -> str:
-            end = data.index(b"\0", base + off)
-            return data[base + off:end].decode("latin-1")
 
-        names = [name_at(h[0], strtab_off) for h in heads]
-        info = CubinInfo(sections=names)
-        info.entries = sorted(n[len(".nv.info."):] for n in names if n.startswith(".nv.info."))
-        for h in heads:
-            if h[1] != 2:  # SHT_SYMTAB
+def _name_at(data: bytes, base: int, off: int) -> str:
+    return data[base + off:data.index(b"\0", base + off)].decode("latin-1")
+
+
+def inspect(data: bytes) -> CubinInfo:
+    secs = sections(data)
+    info = CubinInfo(sections=[s.name for s in secs])
+    info.entries = sorted(n[len(".nv.info."):] for n in info.sections if n.startswith(".nv.info."))
+    try:
+        for s in secs:
+            if s.type != 2:  # SHT_SYMTAB
                 continue
-            _, _, _, _, off, size, link, _, _, entsize = h
-            sym_strs = heads[link][4]
-            for j in range(size // (entsize or 24)):
-                st_name, st_info, st_other, st_shndx, _, _ = struct.unpack_from("<IBBHQQ", data, off + j * 24)
+            sym_strs = secs[s.link].offset
+            for j in range(s.size // (s.entsize or 24)):
+                st_name, _, _, st_shndx, _, _ = struct.unpack_from("<IBBHQQ", data, s.offset + j * 24)
                 if st_shndx == 0 and st_name:
-                    sym = name_at(st_name, sym_strs)
+                    sym = _name_at(data, sym_strs, st_name)
                     if not sym.startswith(".nv.reserved"):  # ptxas's own shared-memory bookkeeping
                         info.undefined.append(sym)
     except (struct.error, IndexError, ValueError) as e:

@@ -32,6 +32,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cudal2.harness.cubin import CubinError as HarnessCubinError
+from cudal2.harness.cubin import Section, sections
 from cudal2.sass import tools
 
 WORD = 16  # bytes per instruction on sm_70 and later
@@ -92,19 +94,6 @@ FMT_SVAL = 0x04  # u16 size, then that many bytes; every other format is a 4-byt
 
 class CubinError(ValueError):
     """Not an ELF this module can read, or a patch it cannot apply."""
-
-
-@dataclass(frozen=True)
-class Section:
-    index: int
-    name: str
-    type: int
-    flags: int
-    offset: int
-    size: int
-    link: int
-    info: int
-    entsize: int
 
 
 @dataclass(frozen=True)
@@ -198,21 +187,10 @@ class Cubin:
 
 
 def _sections(data: bytes) -> list[Section]:
-    if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
-        raise CubinError("not a 64-bit little-endian ELF file")
     try:
-        shoff, = struct.unpack_from("<Q", data, 0x28)
-        shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
-        heads = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
-        names_off = heads[shstrndx][4]
-        out = []
-        for i, (name, typ, flags, _, off, size, link, info, _, entsize) in enumerate(heads):
-            end = data.index(b"\0", names_off + name)
-            out.append(Section(i, data[names_off + name:end].decode("latin-1"), typ, flags, off, size, link, info,
-                               entsize))
-        return out
-    except (struct.error, IndexError, ValueError) as e:
-        raise CubinError(f"malformed ELF: {e}") from None
+        return sections(data)
+    except HarnessCubinError as e:
+        raise CubinError(str(e)) from None
 
 
 def _attrs(data: bytes, s: Section) -> list[Attr]:
