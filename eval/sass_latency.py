@@ -27,7 +27,8 @@ import numpy as np
 from cudal2.sass import tools
 
 CHAIN = 256
-# name -> (SASS mnemonic to count, C++ body of one link on `x` / `f` / `h`, declarations)
+# name -> (SASS mnemonic to count, C++ body of one link on `x` / `f`, declarations). The load probes'
+# links also hold their index arithmetic (one LOP3): subtract its own row.
 PROBES = {
     # (two adds per link: ptxas fuses them into one 3-input IADD3 that it cannot fold across links)
     "IADD3": ("IADD3", 'asm volatile("{.reg .u32 t; add.s32 t, %0, %1; add.s32 %0, t, %0;}" : "+r"(x) : "r"(k));', ""),
