@@ -108,6 +108,12 @@ class Population:
         scored = [m for m in self.members(p, "done") if m.score is not None]
         return sorted(scored, key=lambda m: -m.score)[:k]
 
+    def family_bests(self) -> list[tuple[str, str, float]]:
+        """(family, shape, best score) for every shape a family has a judged candidate at."""
+        rows = self.db.execute("SELECT family, shape, MAX(score) FROM candidates WHERE status='done' AND score IS NOT "
+                               "NULL AND family != '' GROUP BY family, shape").fetchall()
+        return [(f, s, float(v)) for f, s, v in rows]
+
     def last_round(self, p: Problem) -> int:
         row = self.db.execute("SELECT MAX(round) FROM candidates WHERE shape=?", (str(p),)).fetchone()
         return row[0] or 0

@@ -5,7 +5,10 @@ parameters for templates; model and prompt hash for the LLM proposer of a later 
 returns a point its family marks invalid, nor one the population already holds; the template
 proposer first draws from the family spaces by a cheap prior (wave quantization, arithmetic
 intensity), then spends most of each round mutating the best candidates so far, one parameter
-one step at a time.
+one step at a time; its exploration learns where each family wins: slots go to families in
+proportion to their best scores so far at shapes of similar size (`family_weights`, over every
+shape the population has judged), so a family that keeps losing in a size band is tried less
+there but never dropped.
 
 Does not: evaluate anything or keep state between rounds beyond what the population records.
 """
@@ -41,6 +44,24 @@ class Proposer(Protocol):
 
 def _key(family: str, params: dict) -> str:
     return family + json.dumps(params, sort_keys=True)
+
+
+BAND = 2.0   # shapes within this many powers of two of FLOPs count as "similar size"
+FLOOR = 0.1  # the least exploration weight a family keeps
+
+
+def family_weights(p: Problem, pop: Population, families: list[str]) -> dict[str, float]:
+    """Per family, the mean of its best scores over judged shapes within BAND powers of two of
+    `p`'s FLOPs (1.0, neutral, where it has none), floored at FLOOR."""
+    import math
+    seen: dict[str, list[float]] = {f: [] for f in families}
+    for fam, shape, best in pop.family_bests():
+        if fam not in seen:
+            continue
+        M, N, K = (int(x) for x in shape.split("x"))
+        if abs(math.log2(2 * M * N * K) - math.log2(p.flops)) <= BAND:
+            seen[fam].append(best)
+    return {f: max(FLOOR, sum(v) / len(v)) if v else 1.0 for f, v in seen.items()}
 
 
 class TemplateProposer:
@@ -79,17 +100,17 @@ class TemplateProposer:
                 if len(out) >= n_mutate:
                     break
                 take(fams[parent.family], params, parent.id)
-        # explore: the untried points with the best prior, interleaving families, a little shuffled
+        # explore: the untried points with the best prior, families drawn by where they have won so
+        # far, a little shuffled
         queues = [[x for x in self.ranked(f, p) if _key(f.name, x) not in tried][: 4 * n] for f in self.families]
         for q in queues:
             # Swap neighbours at random so ties and near-ties in the prior do not always go the same way.
             for i in range(0, len(q) - 1, 2):
                 if rng.random() < 0.3:
                     q[i], q[i + 1] = q[i + 1], q[i]
-        i = 0
+        w = family_weights(p, pop, [f.name for f in self.families])
         while len(out) < n and any(queues):
-            q = queues[i % len(queues)]
-            if q:
-                take(self.families[i % len(queues)], q.pop(0), None)
-            i += 1
+            live = [i for i, q in enumerate(queues) if q]
+            i = rng.choices(live, weights=[w[self.families[j].name] for j in live])[0]
+            take(self.families[i], queues[i].pop(0), None)
         return out
