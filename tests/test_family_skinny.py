@@ -145,11 +145,20 @@ def test_every_sampled_render_has_a_launch_spec_that_resolves_for_its_shape():
             assert names == (["skinny_gemv", "skinny_reduce"] if x["SPLIT_K"] > 1 else ["skinny_gemv"]), (p, x)
 
 
-@pytest.mark.parametrize("p", [Problem(M, N, K) for M in (1, 8, 9, 16) for N, K in ((8, 8), (13, 24), (4096, 8),
-                                                                                    (1001, 1000), (14336, 4096))],
-                         ids=str)
-def test_the_simplest_point_is_valid_for_every_shape_with_m_up_to_16(p):
-    assert FAM.invalid(point(), p, LIM) is None
+def _fallback(p: Problem) -> dict:
+    """The point the family docstring promises is valid for every shape with M <= 16."""
+    kb = -(-p.K // 32)
+    split = max(s for s in FAM.space["SPLIT_K"] if s == 1 or s <= kb // 4)
+    if -(-p.N // 8) >= 8 * LIM.sm_count:
+        split = 1
+    return point(SPLIT_K=split)
+
+
+@pytest.mark.parametrize("p", [Problem(M, N, K) for M in (1, 8, 9, 16)
+                               for N, K in ((8, 8), (13, 24), (64, 4096), (8, 65536), (1000, 512), (4096, 8),
+                                            (1001, 1000), (8447, 4104), (8448, 4096), (14336, 4096))], ids=str)
+def test_every_shape_with_m_up_to_16_keeps_a_valid_point(p):
+    assert FAM.invalid(_fallback(p), p, LIM) is None
 
 
 # ---- invalid: each rule with its reason ---------------------------------------------------------

@@ -31,7 +31,8 @@ Guarantees: `invalid` rejects, with a reason, M > 16, points the template cannot
 (shared memory of the A stage, registers and loads in flight per thread, empty K splits), and pure
 waste (too few CTAs to keep the SMs streaming where the shape allows more, splits too short for
 the warps or the ring, split-K where the row groups alone give many waves, a CTA far wider than N);
-`(WARP_N=8, WARPS=4, SPLIT_K=1, UNROLL=2, A_SMEM=0)` is valid for every shape with M <= 16.
+every shape with M <= 16 keeps a valid point: WARP_N=8, WARPS=4, UNROLL=2, A_SMEM=0 with the largest
+SPLIT_K of the space that is at most K/128 (SPLIT_K=1 where the row groups alone are >= 8 per SM).
 `context` gives the template the derived constants, which it re-derives and static_asserts.
 
 Does not: measure anything, and has not been run on a GPU by its author; eval/skinny_check.py is
