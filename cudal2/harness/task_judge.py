@@ -53,14 +53,9 @@ def _views(arena, first: int, bufs, sizes) -> dict:
     import torch
     out = {}
     for j, b in enumerate(bufs):
-        raw = torch.from_dlpack(arena.view(first + j, _u8(), (arena.sizes[first + j],)))
+        raw = torch.from_dlpack(arena.view(first + j, "uint8", (arena.sizes[first + j],)))
         out[b.name] = raw.view(_dtype(b.dtype)).view(tuple(sizes[d] for d in b.shape))
     return out
-
-
-def _u8():
-    import cupy as cp
-    return cp.uint8
 
 
 def within(out, ref, kind: str) -> tuple[bool, str]:
@@ -92,7 +87,8 @@ class _Setup:
         self.sets = [_views(self.arena, i * k, self.bufs, sizes) for i in range(nsets)]
         self.ws = [self.arena.ptr(i * k + k - 1) for i in range(nsets)]
         self.seeds = [0] * nsets
-        self.names = [f"{(self.bufs + [_W])[j % k].name} of set {j // k}" for j in range(k * nsets)]
+        self.names = [f"{([b.name for b in self.bufs] + ['the workspace'])[j % k]} of set {j // k}"
+                      for j in range(k * nsets)]
 
     def fill(self, i: int) -> None:
         """Set i: fresh inputs from a new seed, outputs and workspace poisoned (finite, random)."""
@@ -108,7 +104,7 @@ class _Setup:
                 y.copy_(torch.randint(-2**30, 2**30, y.shape, device=y.device, dtype=y.dtype))
         if self.ws_bytes:
             k = len(self.bufs) + 1
-            w = torch.from_dlpack(self.arena.view(i * k + k - 1, _u8(), (self.ws_bytes,)))
+            w = torch.from_dlpack(self.arena.view(i * k + k - 1, "uint8", (self.ws_bytes,)))
             w.copy_(torch.randint(0, 256, w.shape, device=w.device, dtype=torch.uint8))
 
     def _draw(self, i: int) -> dict:
@@ -134,10 +130,6 @@ class _Setup:
         return {n: t.data_ptr() for n, t in self.sets[i].items()}
 
 
-class _W:
-    name = "the workspace"
-
-
 def judge_task(binary: str, spec: dict, task_id: str, cfg: Config, sizes: dict | None = None,
                time_it: bool = True, with_compile: bool = False) -> dict:
     """Worker job: the verdict for one candidate of one task (a JSON-safe dict)."""
@@ -152,7 +144,7 @@ def _judge(binary, spec_dict, task_id, cfg, sizes, time_it, with_compile) -> dic
     import torch
 
     from cudal2.harness import guards, timing
-    from cudal2.harness.judge import release_memory
+    from cudal2.harness.judge import Failed, check_arena, release_memory
     from cudal2.harness.launch import LaunchSpec, SpecError
     from cudal2.harness.module import LoadError, Module
     from cudal2.harness.worker import beat
@@ -196,10 +188,10 @@ def _judge(binary, spec_dict, task_id, cfg, sizes, time_it, with_compile) -> dic
         def checked(st: _Setup, i: int, stage: str) -> None:
             if not st.inputs_intact(i):
                 raise TaskFailed("inputs", "the call modified an input")
-            bad, first = st.arena.damage()
-            if bad:
-                raise TaskFailed("canary", f"{bad} bytes outside every buffer changed (first near "
-                                           f"{st.names[max(0, st.arena.where(first)[0])]})")
+            try:   # the GEMM judge's arena check and message
+                check_arena(st.arena, lambda j: st.names[j], "")
+            except Failed as f:
+                raise TaskFailed("canary", f.reason) from None
             ok, why = st.check_outputs(i)
             if not ok:
                 raise TaskFailed(stage, why)
