@@ -88,6 +88,9 @@ class TimingConfig:
     max_sets: int = _f(512, "Upper bound on rotating input sets (tiny shapes stop here).", ge=1)
     max_graph_calls: int = _f(4096, "Upper bound on calls captured in one offline graph.", ge=1)
     server_calls: int = _f(60, "Server: individually timed calls per runner, interleaved in rounds.", ge=3)
+    server_sets: int = _f(2, "Server: input sets of its own (every call follows an L2 flush, so more sets would not make "
+                             "a call colder, only the untimed preparation and checks around it longer); at most the "
+                             "offline mode's count.", ge=1)
     server_gap_us: float = _f(100.0, "Server: mean idle gap before each call (exponential), in microseconds.", ge=0)
     flush_l2_factor: float = _f(2.0, "Server: the L2 flush writes this multiple of the L2 size.", ge=2.0)
     autotune_k: int = _f(100, "cuBLASLt autotune: how many heuristic algorithms are timed.", ge=1, le=100)

@@ -183,6 +183,14 @@ def _shared_lt(p: Problem, k: int):
     return plans[key][0]
 
 
+@dataclass
+class _Rig:
+    """One timing mode's input sets, each runner's calls over them (by set index), and its guard."""
+    sets: Sets
+    core: dict
+    gd: dict
+
+
 class Judge:
     def __init__(self, req: JudgeRequest | None, cfg: Config):
         """`req` None judges nothing and times the baselines alone."""
@@ -318,7 +326,9 @@ class Judge:
         """Both timing modes beside the baselines. Each runner's offline graph is one pass over input
         sets that are all distinct (no call in a replay sees another's inputs); before every replay,
         untimed, its sets are made fresh (operand X regenerated, workspaces and C randomized) and the
-        L2 flushed; after it, every call's output is spot-checked."""
+        L2 flushed; after it, every call's output is spot-checked. Server mode runs on sets of its
+        own (`timing.server_sets`): each of its calls follows an L2 flush, so more sets would not
+        make a call colder, only its untimed preparation and checks longer."""
         tc, dev = self.cfg.timing, device()
         timeout = self.cfg.verify.call_timeout_s
         regen_a = p.M <= p.N  # regenerate the smaller operand: least untimed work
@@ -338,118 +348,129 @@ class Judge:
         fmode = "uniform" if rejudge else "signed"
         rng = random.Random()
         self.checks.setdefault("timing_sets", nsets)
-        with self.stream, self.phase("sets"):
-            sets, seeds = self.make_sets(p, nsets, with_bt, regen_a, fmode, ws if self.cand else None, guard)
-            release_memory()   # no free block of the pool stays mapped for a call to keep things in
-            core: dict[str, timing.Runner] = {}
-            if self.cand:
-                def cand(i: int) -> None:
-                    rc = self.cand.call(sets.A[i].data.ptr, sets.B[i].data.ptr, sets.C[i].data.ptr, p.M, p.N, p.K,
-                                        sets.W[i], ws, self.stream.ptr)
-                    if rc != 0:
-                        raise Failed(Stage.TIMING, f"the call returned {rc} ({_error_name(rc)}) in a timed call")
-                core["candidate"] = cand
-            beat("timing", 600)
-            lt = None
-            if {"cublaslt", "cublaslt_autotune"} & set(tc.baselines):
-                lt = _shared_lt(p, tc.autotune_k)
-            core.update(baseline_runners(tc.baselines, sets, self.stream, self.cublas, lt, tc.autotune_k,
-                                         tc.min_replay_ms, tc.max_graph_calls, timeout))
-            names = list(core)
-            rng.shuffle(names)   # no fixed runner order to adapt to
-            # The regenerated operand is Gaussian, or (one replay in three) positive, which against the
-            # 'signed' fixed operand is the cancelling case: low-precision partial sums fail the spot
-            # checks there. Every runner draws the same sequence, so rounds stay paired.
-            mode_seed = rng.getrandbits(64)
-            gd = {n: guards.Guard(sets.C if n == "candidate" else sets.Cb, p.K,
-                                  X=sets.A if regen_a else (sets.Bt if n == "cublas_nn" else sets.B),
-                                  transposed=not regen_a and n == "cublas_nn", regen=1 if regen_a else 2,
-                                  fixed=seeds, fmode=fmode, xmodes=_xmodes(mode_seed, rejudge),
-                                  ws=sets.W if n == "candidate" else None, ws_bytes=ws,
-                                  F=(sets.B if regen_a else sets.A) if n == "candidate" else None)
-                  for n in names}
-            flush = cp.empty(int(tc.flush_l2_factor * dev.l2_bytes), dtype=cp.uint8)
+        beat("timing", 600)
+        lt = None
+        if {"cublaslt", "cublaslt_autotune"} & set(tc.baselines):
+            lt = _shared_lt(p, tc.autotune_k)
+        # The regenerated operand is Gaussian, or (one replay in three) positive, which against the
+        # 'signed' fixed operand is the cancelling case: low-precision partial sums fail the spot
+        # checks there. Every runner draws the same sequence, so rounds stay paired.
+        mode_seed = rng.getrandbits(64)
+        order: list[str] = []
 
-            def fresh(n: str, i: int | None = None) -> None:
-                # Before every replay, every set; before a server call, a baseline's set, and for
-                # the candidate every set: no C, workspace or regenerated operand keeps what a call
-                # left there for a later one (the baselines' preps rewrite the shared operand too,
-                # so the candidate's check after its call needs every operand drawn by its own).
-                if i is None or n == "candidate":
-                    gd[n].prep()
-                else:
-                    gd[n].prep(i, 1)
-                if n == "candidate":
-                    guards.scrub()   # no call finds on the chip what an earlier one left there
-                if i is None:   # (a server call's flush is the server loop's own)
-                    timing.flush_l2(flush)   # the sets come from memory, as in a run over more data than the L2 holds
-
-            def checked(n: str, first: int = 0, count: int | None = None, final: bool = False) -> None:
-                """After a runner's replay or call: its spot check; for the candidate, enqueued only
-                once its calls are done (the check's positions exist nowhere while they run), and
-                then nothing it could have left for a later call may remain: the fixed operand of
-                every set as the generator gave it (and, `final`, the regenerated one), the arena's
-                background untouched."""
-                if n != "candidate":
-                    gd[n].spot(first, count)
-                    return
+        def rig(n: int) -> "_Rig":
+            """`n` input sets in fresh arenas, each runner's calls over them, and its guard."""
+            with self.stream, self.phase("sets"):
+                sets, seeds = self.make_sets(p, n, with_bt, regen_a, fmode, ws if self.cand else None, guard)
+                release_memory()   # no free block of the pool stays mapped for a call to keep things in
+                core: dict[str, timing.Runner] = {}
+                if self.cand:
+                    def cand(i: int) -> None:
+                        rc = self.cand.call(sets.A[i].data.ptr, sets.B[i].data.ptr, sets.C[i].data.ptr, p.M, p.N,
+                                            p.K, sets.W[i], ws, self.stream.ptr)
+                        if rc != 0:
+                            raise Failed(Stage.TIMING, f"the call returned {rc} ({_error_name(rc)}) in a timed call")
+                    core["candidate"] = cand
+                core.update(baseline_runners(tc.baselines, sets, self.stream, self.cublas, lt, tc.autotune_k,
+                                             tc.min_replay_ms, tc.max_graph_calls, timeout))
+                if not order:
+                    order.extend(core)
+                    rng.shuffle(order)   # no fixed runner order to adapt to
+                gd = {n: guards.Guard(sets.C if n == "candidate" else sets.Cb, p.K,
+                                      X=sets.A if regen_a else (sets.Bt if n == "cublas_nn" else sets.B),
+                                      transposed=not regen_a and n == "cublas_nn", regen=1 if regen_a else 2,
+                                      fixed=seeds, fmode=fmode, xmodes=_xmodes(mode_seed, rejudge),
+                                      ws=sets.W if n == "candidate" else None, ws_bytes=ws,
+                                      F=(sets.B if regen_a else sets.A) if n == "candidate" else None)
+                      for n in order}
                 self.drain_device(Stage.TIMING, timeout)
-                gd[n].spot(first, count)
-                # The regenerated operand is drawn afresh before every replay and call: its check
-                # is needed only where a full check or a re-run reads it (final replay, re-run).
-                self.check_between_calls(gd[n], sets, regenerated=final)
-                checks, failed, bad, _ = gd[n].log.read()   # read now: no later call gets to rewrite it
-                if failed:
-                    raise Failed(Stage.TIMING, f"a spot-checked output is wrong in a timed call: input set {bad.set}, "
-                                               f"C[{bad.row}][{bad.col}] = {bad.got:.4g}, want {bad.want:.4g}")
-                if checks != gd[n].spots:
-                    raise Failed(Stage.TIMING, f"{checks} spot checks ran where {gd[n].spots} were enqueued")
+            return _Rig(sets, core, gd)
 
+        flush = cp.empty(int(tc.flush_l2_factor * dev.l2_bytes), dtype=cp.uint8)
+
+        def fresh(r: _Rig, n: str, i: int | None = None) -> None:
+            # Before every replay, every set; before a server call, a baseline's set, and for
+            # the candidate every set: no C, workspace or regenerated operand keeps what a call
+            # left there for a later one (the baselines' preps rewrite the shared operand too,
+            # so the candidate's check after its call needs every operand drawn by its own).
+            if i is None or n == "candidate":
+                r.gd[n].prep()
+            else:
+                r.gd[n].prep(i, 1)
+            if n == "candidate":
+                guards.scrub()   # no call finds on the chip what an earlier one left there
+            if i is None:   # (a server call's flush is the server loop's own)
+                timing.flush_l2(flush)   # the sets come from memory, as in a run over more data than the L2 holds
+
+        def checked(r: _Rig, n: str, first: int = 0, count: int | None = None, final: bool = False) -> None:
+            """After a runner's replay or call: its spot check; for the candidate, enqueued only
+            once its calls are done (the check's positions exist nowhere while they run), and
+            then nothing it could have left for a later call may remain: the fixed operand of
+            every set as the generator gave it (and, `final`, the regenerated one), the arena's
+            background untouched."""
+            g = r.gd[n]
+            if n != "candidate":
+                g.spot(first, count)
+                return
             self.drain_device(Stage.TIMING, timeout)
+            g.spot(first, count)
+            # The regenerated operand is drawn afresh before every replay and call: its check
+            # is needed only where a full check or a re-run reads it (final replay, re-run).
+            self.check_between_calls(g, r.sets, regenerated=final)
+            checks, failed, bad, _ = g.log.read()   # read now: no later call gets to rewrite it
+            if failed:
+                raise Failed(Stage.TIMING, f"a spot-checked output is wrong in a timed call: input set {bad.set}, "
+                                           f"C[{bad.row}][{bad.col}] = {bad.got:.4g}, want {bad.want:.4g}")
+            if checks != g.spots:
+                raise Failed(Stage.TIMING, f"{checks} spot checks ran where {g.spots} were enqueued")
+
         times: dict[str, dict] = {}
         with self.stream:
             if "offline" in tc.modes:
+                r = rig(nsets)
                 graphs = {}
                 with faults(Stage.TIMING), self.phase("capture"):
-                    for n in names:  # an eager pass (warm-up, and checked like the rest), then the capture
-                        fresh(n)
-                        timing.round_time_s(self.stream, core[n], nsets, timeout)
-                        checked(n)
+                    for n in order:  # an eager pass (warm-up, and checked like the rest), then the capture
+                        fresh(r, n)
+                        timing.round_time_s(self.stream, r.core[n], nsets, timeout)
+                        checked(r, n)
                         try:
-                            graphs[n] = (timing.capture(self.stream, core[n], list(range(nsets))), nsets)
+                            graphs[n] = (timing.capture(self.stream, r.core[n], list(range(nsets))), nsets)
                         except timing.CaptureError as e:
                             raise Failed(Stage.TIMING, f"not stream-ordered: {e}") from None
                 self.drain_device(Stage.TIMING, timeout)
                 beat("timing", 600)
                 with faults(Stage.TIMING), self.phase("offline"):
                     times["offline"] = timing.offline(self.stream, graphs, tc.repeats, timeout,
-                                                      before={n: (lambda n=n: fresh(n)) for n in names},
-                                                      after={n: (lambda n=n: checked(n)) for n in names})
-                expected = {n: tc.repeats + 2 for n in names}   # the eager pass, the warm-up, the timed replays
+                                                      before={n: (lambda n=n: fresh(r, n)) for n in order},
+                                                      after={n: (lambda n=n: checked(r, n)) for n in order})
+                expected = {n: tc.repeats + 2 for n in order}   # the eager pass, the warm-up, the timed replays
                 if self.cand:   # last: the sets now hold its outputs for the full check below
-                    fresh("candidate")
+                    fresh(r, "candidate")
                     graphs["candidate"][0].launch(self.stream)
-                    checked("candidate", final=True)
+                    checked(r, "candidate", final=True)
                     expected["candidate"] += 1
                 self.drain_device(Stage.TIMING, timeout)
-                self.check_logs(gd, names, {n: 0 for n in names}, expected, "offline")
+                self.check_logs(r.gd, order, {n: 0 for n in order}, expected, "offline")
                 if self.cand:
                     with self.phase("full_checks"):
-                        sample = self.check_sets(sets, "offline timed calls", range(nsets))
-                        self.check_replay_determinism(graphs["candidate"][0], gd["candidate"], sets, sample, flush)
-                        self.check_harness_buffers(sets, regen_a, flush)
+                        sample = self.check_sets(r.sets, "offline timed calls", range(nsets))
+                        self.check_replay_determinism(graphs["candidate"][0], r.gd["candidate"], r.sets, sample, flush)
+                        self.check_harness_buffers(r.sets, regen_a, flush)
+                del r, graphs
             if "server" in tc.modes:
-                before = {n: gd[n].log.read()[0] for n in names}
+                r = rig(min(nsets, tc.server_sets))
                 with faults(Stage.TIMING), self.phase("server"):
-                    times["server"] = timing.server(self.stream, {n: core[n] for n in names}, nsets, tc.server_calls,
-                                                    tc.server_gap_us, flush, timeout,
-                                                    before={n: (lambda i, n=n: fresh(n, i)) for n in names},
-                                                    after={n: (lambda i, n=n: checked(n, i, 1)) for n in names},
+                    times["server"] = timing.server(self.stream, {n: r.core[n] for n in order}, len(r.sets),
+                                                    tc.server_calls, tc.server_gap_us, flush, timeout,
+                                                    before={n: (lambda i, n=n: fresh(r, n, i)) for n in order},
+                                                    after={n: (lambda i, n=n: checked(r, n, i, 1)) for n in order},
                                                     seed=rng.getrandbits(32))
                 self.drain_device(Stage.TIMING, timeout)
-                self.check_logs(gd, names, before, {n: tc.server_calls for n in names}, "server")
+                self.check_logs(r.gd, order, {n: 0 for n in order}, {n: tc.server_calls for n in order}, "server")
                 if self.cand:
-                    self.check_harness_buffers(sets, regen_a, flush)
+                    self.check_harness_buffers(r.sets, regen_a, flush)
+                del r
             if lt is not None:
                 self.lt_algos = {"heuristic_count": len(lt), "autotune_choice": baselines_autotuned(p)}
         return times
