@@ -53,7 +53,7 @@ extern "C" __global__ void cudal2_background_check(const u64* w, long long words
         for (int b = 0; b < 8; ++b)
             if (b0 + b >= data_end && ((d >> (8 * b)) & 0xFF)) { ++bad; if ((u64)(b0 + b) < first) first = b0 + b; }
     }
-    if (bad) { atomicAdd(&out[0], bad); atomicMin(&out[1], first); }
+    if (bad) { atomicAdd(&out[0], bad); atomicMax(&out[1], ~first); }   // out[1]: ~(first offset), 0 for none
 }
 """
 _module: cp.RawModule | None = None
@@ -105,13 +105,13 @@ class Arena:
 
     def damage(self) -> tuple[int, int]:
         """(bytes of the background that changed, offset of the first, or -1); reads back (syncs)."""
-        out = cp.asarray(np.array([0, 2**64 - 1], dtype=np.uint64))
+        out = cp.zeros(2, dtype=cp.uint64)   # a memset, not a copy from the host
         words = self.nbytes // 8
         _kernels().get_function("cudal2_background_check")(
             (_blocks(words),), (256,), (self.raw, np.int64(words), np.uint64(self.seed), self._start, self._end,
                                         np.int32(len(self.sizes)), out))
-        bad, first = (int(v) for v in out.get())
-        return bad, (first if bad else -1)
+        bad, inv = (int(v) for v in out.get())
+        return bad, ((~inv) & (2**64 - 1) if bad else -1)
 
     def where(self, offset: int) -> tuple[int, int]:
         """(the region whose end lies last before `offset`, or -1; bytes past that end)."""

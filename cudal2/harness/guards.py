@@ -274,6 +274,16 @@ def _kernels() -> cp.RawModule:
     return _module
 
 
+_functions: dict[str, cp.RawKernel] = {}
+
+
+def _fn(name: str):
+    """A kernel of the module, looked up once (a lookup costs about as much as a launch)."""
+    if name not in _functions:
+        _functions[name] = _kernels().get_function(name)
+    return _functions[name]
+
+
 def new_key() -> np.uint64:
     return np.uint64(secrets.randbits(64))
 
@@ -291,9 +301,9 @@ def fill(x: cp.ndarray, seed: int, dist: str) -> None:
     """`x` (last dimension K) from the generator in `dist` (a key of MODES) under `seed`: the values
     `spot` recomputes for an operand it does not read."""
     K = x.shape[-1]
-    _kernels().get_function("cudal2_fill")((min(4096, max(1, math.ceil(x.size / 256))),), (256,),
-                                           (x, np.int64(x.size), np.uint64(seed & _MASK), np.int32(MODES[dist]),
-                                            np.int32(K), np.int32(sign_block(K))))
+    _fn("cudal2_fill")((min(4096, max(1, math.ceil(x.size / 256))),), (256,),
+                       (x, np.int64(x.size), np.uint64(seed & _MASK), np.int32(MODES[dist]), np.int32(K),
+                        np.int32(sign_block(K))))
 
 
 def _mix(z: int) -> int:
@@ -378,8 +388,9 @@ class Guard:
         self.F = _ptrs(F) if F else None
         self.frows = F[0].size // K if F else 0
         self.spots = 0                                        # checks enqueued: log[0] once they ran
-        self.set_calls = np.zeros(self.n, dtype=np.uint32)   # per set: the call its X was drawn at...
-        self.set_xmodes = np.zeros(self.n, dtype=np.int32)   # ...and in which mode
+        # Per set, on the device (written by prep's fills, read by inputs_changed: no copy either way):
+        self.set_calls = cp.zeros(self.n, dtype=cp.uint32)   # the call its X was drawn at...
+        self.set_xmodes = cp.zeros(self.n, dtype=cp.int32)   # ...and in which mode
         self.rows = X[0].size // K if X else 0
         self.transposed, self.regen = int(transposed), regen
         self.fixed = cp.asarray(np.array(fixed or [0] * self.n, dtype=np.uint64))
@@ -403,7 +414,7 @@ class Guard:
         X = self.X if self.X is not None and regen_x else None
         work = max(self.rows * self.K // 8, self.ws_bytes // 8, self.c_elems, 1)
         blocks = int(min(512, max(1, math.ceil(work / 256))))
-        _kernels().get_function("cudal2_prep")(
+        _fn("cudal2_prep")(
             (blocks, count), (256,),
             (X if X is not None else np.uint64(0), np.int64(self.rows), np.int32(self.K),
              np.int32(self.transposed), np.int32(self.xmode), np.int32(sign_block(self.K)),
@@ -413,7 +424,7 @@ class Guard:
     def spot(self, first: int = 0, count: int | None = None) -> None:
         """Enqueue on the current stream: one check of sets [first, first + count)."""
         count = self.n - first if count is None else count
-        _kernels().get_function("cudal2_spot")(
+        _fn("cudal2_spot")(
             (count, SAMPLES), (256,),
             (self.C, np.int32(self.M), np.int32(self.N), np.int32(self.K), np.int32(self.regen), np.int32(self.xmode),
              np.int32(self.fmode), np.int32(sign_block(self.K)), self.fixed, self.log.buf, self.key,
@@ -427,11 +438,11 @@ class Guard:
         out = cp.zeros(1, dtype=cp.uint64)
         rows = self.rows if regenerated else 0
         work = max(rows, self.frows) * self.K
-        _kernels().get_function("cudal2_inputs_check")(
+        _fn("cudal2_inputs_check")(
             (int(min(256, max(1, math.ceil(work / 256)))), self.n), (256,),
             (self.X, np.int64(rows), self.F, np.int64(self.frows), np.int32(self.K),
-             cp.asarray(self.set_xmodes), np.int32(self.fmode), np.int32(sign_block(self.K)),
-             cp.asarray(self.set_calls), self.fixed, self.key, out))
+             self.set_xmodes, np.int32(self.fmode), np.int32(sign_block(self.K)),
+             self.set_calls, self.fixed, self.key, out))
         return int(out.get()[0])
 
 

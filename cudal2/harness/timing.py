@@ -53,14 +53,27 @@ def wait(stream: cp.cuda.Stream, timeout_s: float) -> None:
     """Wait for `stream` to drain; raises `Hang` past the deadline and cupy's CUDA error on a fault."""
     ev = cp.cuda.Event(disable_timing=True)
     ev.record(stream)
-    deadline = time.monotonic() + timeout_s
-    delay = 1e-5
+    start = time.monotonic()
+    deadline = start + timeout_s
+    delay = 1e-4
     while _pending(ev):
-        if time.monotonic() > deadline:
+        now = time.monotonic()
+        if now > deadline:
             raise Hang(f"still running after {timeout_s:.1f} s")
-        time.sleep(delay)
-        delay = min(delay * 2, 2e-3)
+        if now - start > 2e-3:   # polled without sleeping at first: most waits here are shorter than
+            time.sleep(delay)    # the least time a sleep takes (tens of microseconds)
+            delay = min(delay * 2, 2e-3)
     ev.synchronize()
+
+
+def idle(seconds: float) -> None:
+    """The host waits `seconds`, to within a microsecond or two: sleeps only for what lies more than
+    a millisecond ahead (a sleep overshoots by tens of microseconds), then polls the clock."""
+    end = time.perf_counter() + seconds
+    if seconds > 2e-3:
+        time.sleep(seconds - 1e-3)
+    while time.perf_counter() < end:
+        pass
 
 
 _NOT_READY = 600  # cudaErrorNotReady
@@ -130,7 +143,7 @@ extern "C" __global__ void cudal2_discard_l2(const char* x, long long lines) {
         asm volatile("discard.global.L2 [%0], 128;" :: "l"(x + i * 128) : "memory");
 }
 """
-_flush_module: cp.RawModule | None = None
+_flush_module: tuple | None = None   # (flush, discard) kernels
 
 
 def flush_l2(buf: cp.ndarray) -> None:
@@ -138,10 +151,11 @@ def flush_l2(buf: cp.ndarray) -> None:
     `buf` is a byte buffer of at least 2x the L2, 128-byte aligned (a fresh cupy allocation)."""
     global _flush_module
     if _flush_module is None:
-        _flush_module = cp.RawModule(code=_FLUSH_SRC)
-    n = buf.nbytes // 16
-    _flush_module.get_function("cudal2_flush_l2")((1056,), (256,), (buf, np.int64(n), np.uint64(0)))
-    _flush_module.get_function("cudal2_discard_l2")((1056,), (256,), (buf, np.int64(buf.nbytes // 128)))
+        m = cp.RawModule(code=_FLUSH_SRC)
+        _flush_module = m.get_function("cudal2_flush_l2"), m.get_function("cudal2_discard_l2")
+    flush, discard = _flush_module
+    flush((1056,), (256,), (buf, np.int64(buf.nbytes // 16), np.uint64(0)))
+    discard((1056,), (256,), (buf, np.int64(buf.nbytes // 128)))
     buf.fill(0)
 
 
@@ -243,7 +257,7 @@ def server(stream: cp.cuda.Stream, runners: dict[str, Runner], nsets: int, calls
                 before[n](i)
             wait(stream, timeout_s)            # the GPU goes idle...
             if gap_us:
-                time.sleep(rng.expovariate(1.0 / (gap_us * 1e-6)))   # ...for a while, as between requests
+                idle(rng.expovariate(1.0 / (gap_us * 1e-6)))   # ...for a while, as between requests
             spin(stream, 50)                  # (host enqueues the rest meanwhile: see spin)
             flush_l2(flush)                   # ...and its L2 holds none of this call's data
             e0, e1 = cp.cuda.Event(), cp.cuda.Event()
