@@ -4,6 +4,7 @@
   python eval/judge_v2.py separation   the cancelling trial's error ratio to cuBLAS, honest vs fp16 partials, by K
   python eval/judge_v2.py throughput   64 distinct sm80 (contract v2) renders at 1024^3: verified candidates per minute
   python eval/judge_v2.py profile      where one judging's time goes (cProfile, honest renders in-process)
+  python eval/judge_v2.py snapcost     what the call-boundary snapshot nodes add to a timed replay (cuBLAS, per call)
   python eval/judge_v2.py l2probe      do lines loaded with an evict_last policy survive the judge's L2 flush?
   python eval/judge_v2.py compare --v1 DIR
         honest kernels judged by the v1 judge (the package at DIR, on the v1 renders) and by this one
@@ -163,6 +164,39 @@ def profile(out: Path) -> None:
                               indent=1))
 
 
+def snapcost(out: Path) -> None:
+    """What the snapshot nodes cost a timed replay: cuBLAS over the judge's number of sets, its graph
+    captured without snapshot nodes, with them all disabled, and with 2 and 8 armed (offline
+    replays interleaved in rounds, per-call medians in microseconds)."""
+    import cupy as cp
+    from cudal2.harness import snapshots, timing
+    from cudal2.harness.baselines import Cublas
+    from cudal2.harness.judge import device
+    stream = cp.cuda.Stream(non_blocking=True)
+    rows = []
+    with stream:
+        cublas = Cublas(stream)
+        for M, N, K in ((64, 64, 64), (257, 136, 1032), (1024, 1024, 1024), (4096, 4096, 4096)):
+            p = Problem(M, N, K)
+            n = max(2, min(512, -(-2 * device().l2_bytes // p.min_bytes)))
+            A = [cp.random.standard_normal((M, K), dtype=cp.float32).astype(cp.float16) for _ in range(n)]
+            B = [cp.random.standard_normal((N, K), dtype=cp.float32).astype(cp.float16) for _ in range(n)]
+            C = [cp.empty((M, N), cp.float16) for _ in range(n)]
+            run = lambda i: cublas.tn(A[i], B[i], C[i])  # noqa: E731
+            graphs, snaps = {"none": (timing.capture(stream, run, list(range(n))), n)}, {}
+            for label in ("disabled", "armed 2", "armed 8"):
+                snaps[label] = snapshots.Snapshots(C, stream, n)
+                graphs[label] = (timing.capture(stream, run, list(range(n)), after=snaps[label].capture), n)
+            k = {"disabled": 0, "armed 2": 2, "armed 8": 8}
+            before = {lb: (lambda lb=lb: snaps[lb].arm(graphs[lb][0], k[lb])) for lb in snaps}
+            t = timing.offline(stream, graphs, 40, 10.0, before=before)
+            row = {"shape": str(p), "sets": n, **{lb: round(x.median_us, 3) for lb, x in t.items()}}
+            rows.append(row)
+            print(row, flush=True)
+            del A, B, C, graphs, snaps
+    out.write_text(json.dumps(rows, indent=1))
+
+
 COMPARE = ["64x64x64", "512x256x64", "512x512x512", "256x1024x512", "128x4096x512", "64x1024x16384",
            "12288x1024x64", "16384x64x128"]
 _V1_JOB = """
@@ -268,7 +302,7 @@ def l2probe(out: Path) -> None:
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
-    ap.add_argument("what", choices=["suite", "separation", "throughput", "compare", "l2probe", "profile"])
+    ap.add_argument("what", choices=["suite", "separation", "throughput", "compare", "l2probe", "profile", "snapcost"])
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--v1", type=Path, help="compare: a folder holding the v1 judge's cudal2/ and kernels/")
     a = ap.parse_args()
@@ -276,4 +310,4 @@ if __name__ == "__main__":
         compare(a.out, a.v1)
     else:
         {"suite": suite, "separation": separation, "throughput": throughput, "l2probe": l2probe,
-         "profile": profile}[a.what](a.out)
+         "profile": profile, "snapcost": snapcost}[a.what](a.out)

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from cudal2.problem import Problem, ProblemError, load_shapes, parse_claim, parse_mnk
+from cudal2.problem import M_MODULUS, Problem, ProblemError, load_shapes, parse_claim, parse_mnk
 
 
 @pytest.mark.parametrize("text", ["4096,4096,4096", "4096x4096x4096", " 4096, 4096 ,4096 "])
@@ -65,6 +65,13 @@ def test_range_claim_covers_every_residue_class_of_each_tile():
     for t in (128, 96):
         assert {m % t for m in ms} == set(range(t))
     assert all(64 <= m <= 4096 for m in ms)
+
+
+def test_a_declared_tile_of_one_does_not_shrink_the_residue_coverage():
+    # A kernel may not choose how thoroughly its M-range is checked: the judge's modulus stays.
+    c = parse_claim("// cudal2-shapes: M=1-512 N=64 K=64\n")
+    full, light = c.verification_shapes(Problem(257, 64, 64), [1])
+    assert {p.M % M_MODULUS for p in full + light} == set(range(M_MODULUS))
 
 
 def test_range_verification_points_are_drawn_afresh():

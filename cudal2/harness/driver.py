@@ -1,4 +1,5 @@
-"""The few CUDA driver entry points the loader needs, called through ctypes on libcuda.
+"""The few CUDA driver entry points the loader (and the judge's graph snapshots) need, called
+through ctypes on libcuda.
 
 Guarantees: `lib()` opens libcuda once per process (a millisecond, where importing the generated
 Python bindings costs tens of milliseconds on a call path); `check(rc, what)` turns a CUresult
@@ -46,6 +47,14 @@ class LaunchConfig(ctypes.Structure):
                 ("attrs", ctypes.POINTER(LaunchAttr)), ("numAttrs", ctypes.c_uint)]
 
 
+class KernelNodeParams(ctypes.Structure):   # CUDA_KERNEL_NODE_PARAMS_v2
+    _fields_ = [("func", ctypes.c_void_p), ("gridDimX", ctypes.c_uint), ("gridDimY", ctypes.c_uint),
+                ("gridDimZ", ctypes.c_uint), ("blockDimX", ctypes.c_uint), ("blockDimY", ctypes.c_uint),
+                ("blockDimZ", ctypes.c_uint), ("sharedMemBytes", ctypes.c_uint),
+                ("kernelParams", ctypes.POINTER(ctypes.c_void_p)), ("extra", ctypes.c_void_p),
+                ("kern", ctypes.c_void_p), ("ctx", ctypes.c_void_p)]
+
+
 TMAP_BYTES = 128
 
 
@@ -68,6 +77,13 @@ def lib() -> ctypes.CDLL:
                                             ctypes.POINTER(ctypes.c_size_t)]
         _lib.cuModuleLoadData.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p]
         _lib.cuModuleUnload.argtypes = [ctypes.c_void_p]
+        _lib.cuStreamGetCaptureInfo_v2.argtypes = [
+            ctypes.c_void_p, ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_uint64),
+            ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.POINTER(ctypes.c_void_p)),
+            ctypes.POINTER(ctypes.c_size_t)]
+        _lib.cuGraphNodeSetEnabled.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint]
+        _lib.cuGraphExecKernelNodeSetParams_v2.argtypes = [ctypes.c_void_p, ctypes.c_void_p,
+                                                           ctypes.POINTER(KernelNodeParams)]
         _lib.cuTensorMapEncodeTiled.argtypes = [
             ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p,
             ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint32),
@@ -99,6 +115,33 @@ def primary_context() -> None:
     check(cu.cuDeviceGet(ctypes.byref(dev), 0), "cuDeviceGet")
     check(cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev), "cuDevicePrimaryCtxRetain")
     check(cu.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+
+
+def capture_tail(stream: int) -> int:
+    """The node that the work last enqueued on `stream` became in the graph being captured from it
+    (the capture's one current dependency: a capture of one stream is a chain)."""
+    status, cid, graph = ctypes.c_int(), ctypes.c_uint64(), ctypes.c_void_p()
+    deps, n = ctypes.POINTER(ctypes.c_void_p)(), ctypes.c_size_t()
+    check(lib().cuStreamGetCaptureInfo_v2(ctypes.c_void_p(stream), ctypes.byref(status), ctypes.byref(cid),
+                                          ctypes.byref(graph), ctypes.byref(deps), ctypes.byref(n)),
+          "cuStreamGetCaptureInfo")
+    if status.value != 1 or n.value != 1:   # CU_STREAM_CAPTURE_STATUS_ACTIVE, one tail
+        raise DriverError(f"no single tail node in the capture (status {status.value}, {n.value} tails)")
+    return int(deps[0])
+
+
+def set_kernel_node(graph_exec: int, node: int, func: int, grid: int, block: int, args: list) -> None:
+    """Give a kernel node of an instantiated graph new arguments (`args`: ctypes scalars, in order)."""
+    ptrs = (ctypes.c_void_p * len(args))(*[ctypes.cast(ctypes.byref(a), ctypes.c_void_p) for a in args])
+    prm = KernelNodeParams(func=func, gridDimX=grid, gridDimY=1, gridDimZ=1, blockDimX=block, blockDimY=1,
+                           blockDimZ=1, sharedMemBytes=0, kernelParams=ptrs)
+    check(lib().cuGraphExecKernelNodeSetParams_v2(ctypes.c_void_p(graph_exec), ctypes.c_void_p(node),
+                                                  ctypes.byref(prm)), "cuGraphExecKernelNodeSetParams")
+
+
+def set_node_enabled(graph_exec: int, node: int, on: bool) -> None:
+    check(lib().cuGraphNodeSetEnabled(ctypes.c_void_p(graph_exec), ctypes.c_void_p(node), int(on)),
+          "cuGraphNodeSetEnabled")
 
 
 def encode_tmap(ptr: int, inner: int, outer: int, box: tuple[int, int], swizzle: int) -> bytes:

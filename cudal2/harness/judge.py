@@ -54,7 +54,7 @@ from dataclasses import dataclass
 import cupy as cp
 
 from cudal2.config import Config
-from cudal2.harness import buffers, compare, guards, timing
+from cudal2.harness import buffers, compare, driver, guards, snapshots, timing
 from cudal2.harness.artifact import JudgeRequest
 from cudal2.harness.baselines import Cublas, Sets, autotuned as baselines_autotuned, runners as baseline_runners
 from cudal2.harness.device import DeviceInfo, probe, sm_clock_mhz
@@ -402,13 +402,17 @@ class Judge:
             if i is None:   # (a server call's flush is the server loop's own)
                 timing.flush_l2(flush)   # the sets come from memory, as in a run over more data than the L2 holds
 
-        def checked(r: _Rig, n: str, first: int = 0, count: int | None = None, final: bool = False) -> None:
-            """After a runner's replay or call: its spot check; for the candidate, enqueued only
-            once its calls are done (the check's positions exist nowhere while they run), and
-            then nothing it could have left for a later call may remain: the fixed operand of
-            every set as the generator gave it (and, `final`, the regenerated one), the arena's
-            background untouched."""
+        def checked(r: _Rig, n: str, first: int = 0, count: int | None = None, final: bool = False,
+                    snaps: snapshots.Snapshots | None = None) -> None:
+            """After a runner's replay or call: its snapshots compared with its final outputs
+            (a replay), its spot check; for the candidate, enqueued only once its calls are done
+            (the check's positions exist nowhere while they run), and then nothing it could
+            have left for a later call may remain: the fixed operand of every set as the
+            generator gave it (and, `final`, the regenerated one), the arena's background
+            untouched."""
             g = r.gd[n]
+            if snaps is not None:
+                snaps.verify()
             if n != "candidate":
                 g.spot(first, count)
                 return
@@ -423,41 +427,55 @@ class Judge:
                                            f"C[{bad.row}][{bad.col}] = {bad.got:.4g}, want {bad.want:.4g}")
             if checks != g.spots:
                 raise Failed(Stage.TIMING, f"{checks} spot checks ran where {g.spots} were enqueued")
+            if snaps is not None and snaps.mismatches():
+                raise Failed(Stage.TIMING, f"{snaps.mismatches()} outputs sampled the moment their call ended differ "
+                                           "from the replay's final outputs: a later call completed or changed them")
 
         times: dict[str, dict] = {}
         with self.stream:
             if "offline" in tc.modes:
                 r = rig(nsets)
                 graphs = {}
+                # Behind every call of every graph a snapshot node, `snapshot_calls` of them armed
+                # per replay (all of them in the candidate's untimed last replay and re-run).
+                snaps = {n: snapshots.Snapshots(r.sets.C if n == "candidate" else r.sets.Cb, self.stream, nsets)
+                         for n in order}
                 with faults(Stage.TIMING), self.phase("capture"):
                     for n in order:  # an eager pass (warm-up, and checked like the rest), then the capture
                         fresh(r, n)
                         timing.round_time_s(self.stream, r.core[n], nsets, timeout)
                         checked(r, n)
                         try:
-                            graphs[n] = (timing.capture(self.stream, r.core[n], list(range(nsets))), nsets)
-                        except timing.CaptureError as e:
+                            graphs[n] = (timing.capture(self.stream, r.core[n], list(range(nsets)),
+                                                        after=snaps[n].capture), nsets)
+                        except (timing.CaptureError, driver.DriverError) as e:
                             raise Failed(Stage.TIMING, f"not stream-ordered: {e}") from None
+
+                def replay_prep(n: str, k: int | None = tc.snapshot_calls) -> None:
+                    fresh(r, n)
+                    snaps[n].arm(graphs[n][0], k)
                 self.drain_device(Stage.TIMING, timeout)
                 beat("timing", 600)
                 with faults(Stage.TIMING), self.phase("offline"):
                     times["offline"] = timing.offline(self.stream, graphs, tc.repeats, timeout,
-                                                      before={n: (lambda n=n: fresh(r, n)) for n in order},
-                                                      after={n: (lambda n=n: checked(r, n)) for n in order})
+                                                      before={n: (lambda n=n: replay_prep(n)) for n in order},
+                                                      after={n: (lambda n=n: checked(r, n, snaps=snaps[n]))
+                                                             for n in order})
                 expected = {n: tc.repeats + 2 for n in order}   # the eager pass, the warm-up, the timed replays
                 if self.cand:   # last: the sets now hold its outputs for the full check below
-                    fresh(r, "candidate")
+                    replay_prep("candidate", None)
                     graphs["candidate"][0].launch(self.stream)
-                    checked(r, "candidate", final=True)
+                    checked(r, "candidate", final=True, snaps=snaps["candidate"])
                     expected["candidate"] += 1
                 self.drain_device(Stage.TIMING, timeout)
-                self.check_logs(r.gd, order, {n: 0 for n in order}, expected, "offline")
+                self.check_logs(r.gd, order, {n: 0 for n in order}, expected, "offline", snaps)
                 if self.cand:
                     with self.phase("full_checks"):
                         sample = self.check_sets(r.sets, "offline timed calls", range(nsets))
-                        self.check_replay_determinism(graphs["candidate"][0], r.gd["candidate"], r.sets, sample, flush)
+                        self.check_replay_determinism(graphs["candidate"][0], r.gd["candidate"], r.sets, sample, flush,
+                                                      snaps["candidate"])
                         self.check_harness_buffers(r.sets, regen_a, flush)
-                del r, graphs
+                del r, graphs, snaps
             if "server" in tc.modes:
                 r = rig(min(nsets, tc.server_sets))
                 with faults(Stage.TIMING), self.phase("server"):
@@ -487,16 +505,19 @@ class Judge:
         return max(t, 1e-6)
 
     def check_logs(self, gd: dict[str, guards.Guard], names: list[str], before: dict[str, int],
-                   expected: dict[str, int], mode: str) -> None:
-        """Every call of every runner was spot-checked, and none failed (a baseline's failure is the
-        harness's own bug, not the candidate's: it raises)."""
+                   expected: dict[str, int], mode: str, snaps: dict | None = None) -> None:
+        """Every call of every runner was spot-checked, and none failed, nor (offline) changed an
+        output after its call (a baseline's failure is the harness's own bug, not the
+        candidate's: it raises)."""
         for n in names:
             checked, failed, first, authentic = gd[n].log.read()
             done = checked - before[n]
             if n != "candidate":
-                if failed or done != expected[n] or not authentic:
+                late = snaps[n].mismatches() if snaps else 0
+                if failed or done != expected[n] or not authentic or late:
                     why = (f"baseline {n} {mode}: {failed} spot failures, {done} of {expected[n]} calls checked"
-                           + ("" if authentic else ", its check log rewritten"))
+                           + ("" if authentic else ", its check log rewritten")
+                           + (f", {late} outputs changed after their call" if late else ""))
                     if self.cand is not None:  # the only untrusted code that ran beside it: its interference
                         raise Failed(Stage.TIMING, f"{why}: the vendor's outputs went wrong beside this candidate")
                     raise RuntimeError(f"harness: {why} (first: {first})")
@@ -587,20 +608,26 @@ class Judge:
         return sample
 
     def check_replay_determinism(self, graph, guard: guards.Guard, sets: Sets, sample: list[int],
-                                 flush: cp.ndarray) -> None:
+                                 flush: cp.ndarray, snaps: snapshots.Snapshots) -> None:
         """The candidate's graph replayed once more on the same inputs (C and workspaces made fresh,
-        the chip scrubbed, the L2 flushed, as before every replay) gives the sampled sets' outputs
-        bit for bit again: timed calls are held to verification's determinism too."""
+        the chip scrubbed, the L2 flushed, as before every replay; every call snapshotted) gives
+        the sampled sets' outputs bit for bit again: timed calls are held to verification's
+        determinism too."""
         timeout = self.cfg.verify.call_timeout_s
         with self.stream:
             kept = {i: sets.C[i].copy() for i in sample}
             guard.prep(regen_x=False)
             guards.scrub()
             timing.flush_l2(flush)
+            snaps.arm(graph, None)
             graph.launch(self.stream)
+            snaps.verify()
             self.wait(Stage.TIMING, timeout)
         self.drain_device(Stage.TIMING, timeout)
         self.check_between_calls(guard, sets)
+        if snaps.mismatches():
+            raise Failed(Stage.TIMING, f"{snaps.mismatches()} outputs sampled the moment their call ended differ from "
+                                       "the re-run's final outputs: a later call completed or changed them")
         for i in sample:
             ok, st = compare.bitwise(sets.C[i], kept[i])
             if not ok:

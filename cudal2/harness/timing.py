@@ -167,11 +167,16 @@ def paired_speedup(base: Timing, cand: Timing) -> float:
     return base.median_us / cand.median_us
 
 
-def capture(stream: cp.cuda.Stream, runner: Runner, calls: list[int]) -> cp.cuda.Graph:
+def capture(stream: cp.cuda.Stream, runner: Runner, calls: list[int],
+            after: Callable[[int], None] | None = None) -> cp.cuda.Graph:
+    """A graph of `runner`'s calls on `calls` (set indices), with `after(i)`'s work captured behind
+    each call."""
     stream.begin_capture(mode=runtime.streamCaptureModeGlobal)
     try:
         for i in calls:
             runner(i)
+            if after is not None:
+                after(i)
     except Exception as e:
         try:
             stream.end_capture()

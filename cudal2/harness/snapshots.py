@@ -1,0 +1,111 @@
+"""Call-boundary snapshots in offline graphs: each call's output is final when that call ends.
+
+The spot checks look at every call's output only after a whole replay, so on their own they
+cannot tell a call that computed its C from one whose C a later call of the same replay filled in
+(deferral: the state carrying the earlier calls' pointers can sit on the chip, which the harness
+scrubs between replays but not between the calls of one).
+
+Guarantees:
+- `Snapshots.capture(i, pos)`, during a runner's graph capture right after its call at position
+  `pos` (on set `i`), adds a snapshot node: it copies SAMPLES outputs of that call's C, at
+  positions drawn under a key, into a buffer of the harness's own;
+- every node starts disabled; `arm(graph, k)` before a replay disables the nodes armed last time
+  and enables `k` nodes at positions drawn afresh (all of them with `k` None), each under a new
+  key set into the node's own parameters, so neither where nor when a snapshot is taken exists
+  anywhere while the calls before it run;
+- `verify()` after the replay compares each armed snapshot with the same positions of the final C
+  (`mismatches()` reads the count): an output that changed after its call ended is a mismatch;
+- every runner's graph gets the same nodes and the same number armed per replay, so the snapshots
+  cost every runner the same (one small kernel per armed node; a disabled node is an empty node).
+
+Does not: check values (the spot checks do), cover calls outside offline graphs (the server
+mode's calls are each scrubbed before and checked after), or choose how many to arm.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import random
+import secrets
+
+import cupy as cp
+import numpy as np
+
+from cudal2.harness import driver
+from cudal2.harness.guards import PRF_SRC
+
+SAMPLES = 256     # outputs per snapshot: a call that leaves 1% of its C to later calls is seen 92% of the time
+THREADS = 256
+
+_SRC = PRF_SRC + r"""
+extern "C" __global__ void cudal2_snap(const unsigned short* C, long long elems, u64 key, unsigned short* out) {
+    for (int t = threadIdx.x; t < SAMPLES; t += blockDim.x) out[t] = C[prf(key, (u64)t) % (u64)elems];
+}
+extern "C" __global__ void cudal2_snap_check(const unsigned short* C, long long elems, u64 key,
+                                             const unsigned short* snap, unsigned* bad) {
+    for (int t = threadIdx.x; t < SAMPLES; t += blockDim.x)
+        if (C[prf(key, (u64)t) % (u64)elems] != snap[t]) atomicAdd(bad, 1u);
+}
+"""
+_kernels: tuple | None = None
+
+
+def _fns():
+    global _kernels
+    if _kernels is None:
+        m = cp.RawModule(code=_SRC, options=(f"-DSAMPLES={SAMPLES}",))
+        _kernels = m.get_function("cudal2_snap"), m.get_function("cudal2_snap_check")
+    return _kernels
+
+
+class Snapshots:
+    """One runner's snapshot nodes over its sets' outputs `C` (fp16 matrices), for a graph of at
+    most `calls` calls."""
+
+    def __init__(self, C: list[cp.ndarray], stream: cp.cuda.Stream, calls: int):
+        self.C, self.stream = C, stream
+        self.elems = C[0].size
+        self.buf = cp.empty((calls, SAMPLES), dtype=cp.uint16)
+        self.nodes: list[tuple[int, int]] = []            # (node, set), in graph order: slot = index
+        self.armed: list[tuple[int, int, int, int]] = []  # (node, set, slot, key)
+        self.live: list[int] = []                         # nodes enabled now (a captured node is)
+        self.bad = cp.zeros(1, dtype=cp.uint32)
+        self.rng = random.SystemRandom()
+        _fns()   # loaded now: no module may load during a capture
+
+    def capture(self, i: int) -> None:
+        """During capture, right after the call on set `i`: its snapshot node (disabled by `arm`)."""
+        slot = len(self.nodes)
+        snap, _ = _fns()
+        snap((1,), (THREADS,), (self.C[i], np.int64(self.elems), np.uint64(0), self.buf[slot]))
+        self.nodes.append((driver.capture_tail(self.stream.ptr), i))
+        self.live.append(self.nodes[-1][0])
+
+    def arm(self, graph: cp.cuda.Graph, k: int | None) -> None:
+        """Before a replay of `graph`: `k` snapshot nodes armed at fresh positions under fresh keys
+        (every node with `k` None), every other one disabled."""
+        for node in self.live:
+            driver.set_node_enabled(graph.graphExec, node, False)
+        slots = range(len(self.nodes)) if k is None else self.rng.sample(range(len(self.nodes)),
+                                                                         min(k, len(self.nodes)))
+        snap, _ = _fns()
+        self.armed = []
+        for slot in slots:
+            node, i = self.nodes[slot]
+            key = secrets.randbits(64)
+            args = [ctypes.c_uint64(self.C[i].data.ptr), ctypes.c_int64(self.elems), ctypes.c_uint64(key),
+                    ctypes.c_uint64(self.buf[slot].data.ptr)]
+            driver.set_kernel_node(graph.graphExec, node, snap.ptr, 1, THREADS, args)
+            driver.set_node_enabled(graph.graphExec, node, True)
+            self.armed.append((node, i, slot, key))
+        self.live = [a[0] for a in self.armed]
+
+    def verify(self) -> None:
+        """Enqueue, after the replay: each armed snapshot against the final outputs."""
+        _, check = _fns()
+        for _, i, slot, key in self.armed:
+            check((1,), (THREADS,), (self.C[i], np.int64(self.elems), np.uint64(key), self.buf[slot], self.bad))
+
+    def mismatches(self) -> int:
+        """Snapshotted outputs that differed from the final ones, over every verify so far (syncs)."""
+        return int(self.bad.get()[0])

@@ -1,0 +1,66 @@
+"""Snapshot nodes see an output that a later call of the same graph replay completes, and nothing
+in an honest replay; each replay arms as many as asked, under keys of its own."""
+
+import cupy as cp
+import pytest
+
+from cudal2.harness import snapshots, timing
+
+pytestmark = pytest.mark.gpu
+
+SETS = 6
+
+
+def replay(defer: bool, k: int | None, replays: int = 1) -> int:
+    """Mismatches over `replays` replays of a graph over SETS outputs: honest (call i writes C[i])
+    or deferring (only the last call writes, every C at once)."""
+    stream = cp.cuda.Stream(non_blocking=True)
+    with stream:
+        C = [cp.empty((64, 96), cp.float16) for _ in range(SETS)]
+
+        def call(i: int) -> None:
+            if not defer:
+                C[i].fill(i + 1)
+            elif i == SETS - 1:
+                for j in range(SETS):
+                    C[j].fill(j + 1)
+
+        snaps = snapshots.Snapshots(C, stream, SETS)
+        graph = timing.capture(stream, call, list(range(SETS)), after=snaps.capture)
+        for _ in range(replays):
+            for c in C:
+                c.fill(-7)   # what a call finds before it writes: never the answer
+            snaps.arm(graph, k)
+            graph.launch(stream)
+            snaps.verify()
+        stream.synchronize()
+        return snaps.mismatches()
+
+
+def test_an_honest_replay_has_no_mismatch():
+    assert replay(defer=False, k=None) == 0
+    assert replay(defer=False, k=2, replays=5) == 0
+
+
+def test_deferring_outputs_to_a_later_call_is_seen():
+    assert replay(defer=True, k=None) > 0
+
+
+def test_one_armed_snapshot_per_replay_finds_deferral_within_a_few_replays():
+    # Five of six calls defer: each replay's one armed snapshot lands on one of them 5 times in 6.
+    assert replay(defer=True, k=1, replays=8) > 0
+
+
+def test_each_replay_arms_the_number_asked_at_fresh_keys():
+    stream = cp.cuda.Stream(non_blocking=True)
+    with stream:
+        C = [cp.zeros((8, 8), cp.float16) for _ in range(SETS)]
+        snaps = snapshots.Snapshots(C, stream, SETS)
+        graph = timing.capture(stream, lambda i: C[i].fill(1), list(range(SETS)), after=snaps.capture)
+        snaps.arm(graph, 2)
+        first = list(snaps.armed)
+        snaps.arm(graph, 2)
+        assert len(first) == len(snaps.armed) == 2
+        assert {a[3] for a in first}.isdisjoint({a[3] for a in snaps.armed})
+        snaps.arm(graph, None)
+        assert len(snaps.armed) == SETS
