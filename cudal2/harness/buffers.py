@@ -7,10 +7,12 @@ Guarantees:
   random 256-byte-aligned offset behind a random gap; every byte that belongs to no buffer (the
   gaps, the tail, the slack after a buffer of any size) is background: per-word outputs of the
   keyed PRF (`guards.PRF_SRC`) under a seed kept on the host, so no background word gives away
-  the seed (a kernel cannot rewrite the background and restore it). `damage` regenerates the background and counts the bytes that changed, so a
-  write outside the buffers, anywhere in the arena, is found whenever it is checked, and no copy
-  of what the background should be exists where a kernel could reach. Verification buffers and
-  timing sets are laid out by the same rule: the addresses alone do not tell the stages apart;
+  the seed (a kernel cannot rewrite the background and restore it). `damage` regenerates the
+  background and counts the bytes that changed, so a write outside the buffers, anywhere in the
+  arena, is found whenever it is checked, and no copy of what the background should be exists
+  where a kernel could reach. Verification buffers and timing sets are laid out by the same rule
+  (but not in the same number: the span of a call's own pointers can tell the stages apart, so
+  the judge checks timing as it checks verification);
 - `fill` draws new values from a seed the kernel cannot predict (fresh per trial), never zeros,
   and `matches` checks a matrix against its seed by regenerating it.
 

@@ -132,7 +132,7 @@ def capture_tail(stream: int) -> int:
 
 def set_kernel_node(graph_exec: int, node: int, func: int, grid: int, block: int, args: list) -> None:
     """Give a kernel node of an instantiated graph new arguments (`args`: ctypes scalars, in order)."""
-    ptrs = (ctypes.c_void_p * len(args))(*[ctypes.cast(ctypes.byref(a), ctypes.c_void_p) for a in args])
+    ptrs = (ctypes.c_void_p * len(args))(*[ctypes.addressof(a) for a in args])
     prm = KernelNodeParams(func=func, gridDimX=grid, gridDimY=1, gridDimZ=1, blockDimX=block, blockDimY=1,
                            blockDimZ=1, sharedMemBytes=0, kernelParams=ptrs)
     check(lib().cuGraphExecKernelNodeSetParams_v2(ctypes.c_void_p(graph_exec), ctypes.c_void_p(node),

@@ -9,8 +9,9 @@ Guarantees, in order (the first failure stops the run and is recorded with its s
 - load: the module loads and matches its spec (v2), or the library exports `cudal2_gemm` (v1);
   the workspace it asks for is allowed.
 - Every buffer a call can address (A, B, C, the workspace; in verification and in timing alike)
-  is a region of a `buffers.Arena`: random layout, every other byte checked background, so
-  neither the addresses nor the memory around them tell the stages apart.
+  is a region of a `buffers.Arena`: random layout, every other byte checked background (the
+  span of a call's own pointers can still tell verification from timing: timing is checked as
+  closely as verification, so knowing the stage buys nothing).
 - Every candidate call, in every stage: `guards.prep` first fills the workspace with fresh random
   bytes and C with random answer-scale values, and `guards.scrub` overwrites the shared memory,
   local memory and registers an earlier call could have left something in; free pool blocks are
@@ -33,10 +34,12 @@ Guarantees, in order (the first failure stops the run and is recorded with its s
   candidate's replays and calls, once it has drained: a spot check of every call's output at
   positions drawn from a key new to that check, against operands recomputed from the generator
   (the log read at once), then the fixed operand compared with the generator and the arena's
-  background checked, so nothing a call leaves can reach a later one. After the last offline
+  background checked, so nothing a call leaves can reach a later one. Snapshot nodes behind
+  every call of every graph (`snapshots`), armed at calls drawn afresh for each replay, find an
+  output that a later call of the same replay completed. After the last offline
   replay, the regenerated operand is compared too, a sample of sets is checked in full, and the
   graph runs once more on the same inputs: the sample must come out bit for bit the same.
-  Nothing of this is inside a timed region.
+  Nothing of this is inside a timed region but the snapshot nodes, the same in every graph.
 - sanity: no time below the physical floor of the shape.
 Inputs are drawn fresh (unpredictable seed) for every trial; seeds are recorded in `checks`.
 
@@ -437,7 +440,9 @@ class Judge:
                 r = rig(nsets)
                 graphs = {}
                 # Behind every call of every graph a snapshot node, `snapshot_calls` of them armed
-                # per replay (all of them in the candidate's untimed last replay and re-run).
+                # per replay: in the candidate's untimed last replay and re-run too, so that these
+                # look to its calls like any timed replay (an armed node lengthens the gap between
+                # two calls: arming all of them would tell those replays apart).
                 snaps = {n: snapshots.Snapshots(r.sets.C if n == "candidate" else r.sets.Cb, self.stream, nsets)
                          for n in order}
                 with faults(Stage.TIMING), self.phase("capture"):
@@ -451,9 +456,9 @@ class Judge:
                         except (timing.CaptureError, driver.DriverError) as e:
                             raise Failed(Stage.TIMING, f"not stream-ordered: {e}") from None
 
-                def replay_prep(n: str, k: int | None = tc.snapshot_calls) -> None:
+                def replay_prep(n: str) -> None:
                     fresh(r, n)
-                    snaps[n].arm(graphs[n][0], k)
+                    snaps[n].arm(graphs[n][0], tc.snapshot_calls)
                 self.drain_device(Stage.TIMING, timeout)
                 beat("timing", 600)
                 with faults(Stage.TIMING), self.phase("offline"):
@@ -463,7 +468,7 @@ class Judge:
                                                              for n in order})
                 expected = {n: tc.repeats + 2 for n in order}   # the eager pass, the warm-up, the timed replays
                 if self.cand:   # last: the sets now hold its outputs for the full check below
-                    replay_prep("candidate", None)
+                    replay_prep("candidate")
                     graphs["candidate"][0].launch(self.stream)
                     checked(r, "candidate", final=True, snaps=snaps["candidate"])
                     expected["candidate"] += 1
@@ -610,7 +615,7 @@ class Judge:
     def check_replay_determinism(self, graph, guard: guards.Guard, sets: Sets, sample: list[int],
                                  flush: cp.ndarray, snaps: snapshots.Snapshots) -> None:
         """The candidate's graph replayed once more on the same inputs (C and workspaces made fresh,
-        the chip scrubbed, the L2 flushed, as before every replay; every call snapshotted) gives
+        the chip scrubbed, the L2 flushed, snapshots armed, as before every replay) gives
         the sampled sets' outputs bit for bit again: timed calls are held to verification's
         determinism too."""
         timeout = self.cfg.verify.call_timeout_s
@@ -619,7 +624,7 @@ class Judge:
             guard.prep(regen_x=False)
             guards.scrub()
             timing.flush_l2(flush)
-            snaps.arm(graph, None)
+            snaps.arm(graph, self.cfg.timing.snapshot_calls)
             graph.launch(self.stream)
             snaps.verify()
             self.wait(Stage.TIMING, timeout)

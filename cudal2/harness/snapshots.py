@@ -7,8 +7,9 @@ scrubs between replays but not between the calls of one).
 
 Guarantees:
 - `Snapshots.capture(i, pos)`, during a runner's graph capture right after its call at position
-  `pos` (on set `i`), adds a snapshot node: it copies SAMPLES outputs of that call's C, at
-  positions drawn under a key, into a buffer of the harness's own;
+  `pos` (on set `i`), adds a snapshot node: it copies SAMPLES bytes of that call's output, at
+  positions drawn under a key, into a buffer of the harness's own (any dtype: bytes are
+  compared);
 - every node starts disabled; `arm(graph, k)` before a replay disables the nodes armed last time
   and enables `k` nodes at positions drawn afresh (all of them with `k` None), each under a new
   key set into the node's own parameters, so neither where nor when a snapshot is taken exists
@@ -34,15 +35,15 @@ import numpy as np
 from cudal2.harness import driver
 from cudal2.harness.guards import PRF_SRC
 
-SAMPLES = 256     # outputs per snapshot: a call that leaves 1% of its C to later calls is seen 92% of the time
+SAMPLES = 256     # bytes per snapshot: a call that leaves 1% of its output to later calls is seen 92% of the time
 THREADS = 256
 
 _SRC = PRF_SRC + r"""
-extern "C" __global__ void cudal2_snap(const unsigned short* C, long long elems, u64 key, unsigned short* out) {
+extern "C" __global__ void cudal2_snap(const unsigned char* C, long long elems, u64 key, unsigned char* out) {
     for (int t = threadIdx.x; t < SAMPLES; t += blockDim.x) out[t] = C[prf(key, (u64)t) % (u64)elems];
 }
-extern "C" __global__ void cudal2_snap_check(const unsigned short* C, long long elems, u64 key,
-                                             const unsigned short* snap, unsigned* bad) {
+extern "C" __global__ void cudal2_snap_check(const unsigned char* C, long long elems, u64 key,
+                                             const unsigned char* snap, unsigned* bad) {
     for (int t = threadIdx.x; t < SAMPLES; t += blockDim.x)
         if (C[prf(key, (u64)t) % (u64)elems] != snap[t]) atomicAdd(bad, 1u);
 }
@@ -59,13 +60,15 @@ def _fns():
 
 
 class Snapshots:
-    """One runner's snapshot nodes over its sets' outputs `C` (fp16 matrices), for a graph of at
-    most `calls` calls."""
+    """One runner's snapshot nodes over its sets' outputs `C` (one array per set, any dtype), for a
+    graph of at most `calls` calls."""
 
     def __init__(self, C: list[cp.ndarray], stream: cp.cuda.Stream, calls: int):
-        self.C, self.stream = C, stream
-        self.elems = C[0].size
-        self.buf = cp.empty((calls, SAMPLES), dtype=cp.uint16)
+        # Device addresses (cupy arrays or torch tensors: both have nbytes).
+        self.C = [c.data_ptr() if hasattr(c, "data_ptr") else c.data.ptr for c in C]
+        self.stream = stream
+        self.elems = C[0].nbytes
+        self.buf = cp.empty((calls, SAMPLES), dtype=cp.uint8)
         self.nodes: list[tuple[int, int]] = []            # (node, set), in graph order: slot = index
         self.armed: list[tuple[int, int, int, int]] = []  # (node, set, slot, key)
         self.live: list[int] = []                         # nodes enabled now (a captured node is)
@@ -77,7 +80,7 @@ class Snapshots:
         """During capture, right after the call on set `i`: its snapshot node (disabled by `arm`)."""
         slot = len(self.nodes)
         snap, _ = _fns()
-        snap((1,), (THREADS,), (self.C[i], np.int64(self.elems), np.uint64(0), self.buf[slot]))
+        snap((1,), (THREADS,), (np.uint64(self.C[i]), np.int64(self.elems), np.uint64(0), self.buf[slot]))
         self.nodes.append((driver.capture_tail(self.stream.ptr), i))
         self.live.append(self.nodes[-1][0])
 
@@ -93,9 +96,9 @@ class Snapshots:
         for slot in slots:
             node, i = self.nodes[slot]
             key = secrets.randbits(64)
-            args = [ctypes.c_uint64(self.C[i].data.ptr), ctypes.c_int64(self.elems), ctypes.c_uint64(key),
+            args = [ctypes.c_uint64(self.C[i]), ctypes.c_int64(self.elems), ctypes.c_uint64(key),
                     ctypes.c_uint64(self.buf[slot].data.ptr)]
-            driver.set_kernel_node(graph.graphExec, node, snap.ptr, 1, THREADS, args)
+            driver.set_kernel_node(graph.graphExec, node, snap.kernel.ptr, 1, THREADS, args)
             driver.set_node_enabled(graph.graphExec, node, True)
             self.armed.append((node, i, slot, key))
         self.live = [a[0] for a in self.armed]
@@ -104,7 +107,7 @@ class Snapshots:
         """Enqueue, after the replay: each armed snapshot against the final outputs."""
         _, check = _fns()
         for _, i, slot, key in self.armed:
-            check((1,), (THREADS,), (self.C[i], np.int64(self.elems), np.uint64(key), self.buf[slot], self.bad))
+            check((1,), (THREADS,), (np.uint64(self.C[i]), np.int64(self.elems), np.uint64(key), self.buf[slot], self.bad))
 
     def mismatches(self) -> int:
         """Snapshotted outputs that differed from the final ones, over every verify so far (syncs)."""

@@ -15,9 +15,12 @@ Guarantees (`judge_task`, a worker job; `evaluate_task` builds and runs it from 
   outputs, 2^-14 |ref| + 2^-14 rms(ref) for f32); a repeat with the same inputs must give bitwise the same outputs;
 - timing: CUDA graphs over input sets larger than twice the L2, the candidate against the torch
   reference (eager kernels, captured) and, when asked, `torch.compile` of it; before every replay,
-  untimed, fresh inputs, poisoned outputs, a scrub and an L2 flush; after every candidate
-  replay, one set checked in full, every input regenerated and compared, the background checked;
-  speedups are medians of per-round paired ratios.
+  untimed, fresh inputs, poisoned outputs, a scrub and an L2 flush;
+  after every candidate replay, every set's outputs checked in full, every input regenerated and
+  compared, the background checked, and the replay's snapshots (`snapshots`: outputs sampled the
+  moment each call ended) compared with the final outputs; then one more replay on the same
+  inputs must reproduce every output bit for bit; speedups are medians of per-round paired
+  ratios.
 
 Does not: profile, or rejudge a surprising score (the GEMM judge's extras); a task with a
 reference that torch cannot capture in a graph is timed without one (recorded).
@@ -90,10 +93,12 @@ class _Setup:
         self.names = [f"{([b.name for b in self.bufs] + ['the workspace'])[j % k]} of set {j // k}"
                       for j in range(k * nsets)]
 
-    def fill(self, i: int) -> None:
-        """Set i: fresh inputs from a new seed, outputs and workspace poisoned (finite, random)."""
+    def fill(self, i: int, inputs: bool = True) -> None:
+        """Set i: fresh inputs from a new seed (`inputs`; else the same inputs again), outputs and
+        workspace poisoned (finite, random)."""
         import torch
-        self.seeds[i] = random.getrandbits(62)
+        if inputs:
+            self.seeds[i] = random.getrandbits(62)
         for name, x in self._draw(i).items():
             self.sets[i][name].copy_(x)
         for b in self.task.outputs:
@@ -143,7 +148,7 @@ def _judge(binary, spec_dict, task_id, cfg, sizes, time_it, with_compile) -> dic
     import cupy as cp
     import torch
 
-    from cudal2.harness import guards, timing
+    from cudal2.harness import guards, snapshots, timing
     from cudal2.harness.judge import Failed, check_arena, release_memory
     from cudal2.harness.launch import LaunchSpec, SpecError
     from cudal2.harness.module import LoadError, Module
@@ -208,11 +213,7 @@ def _judge(binary, spec_dict, task_id, cfg, sizes, time_it, with_compile) -> dic
             checked(st, 0, "verify")
         # Determinism: the last trial's inputs again, under fresh poison, give the same bits.
         first = {b.name: st.sets[0][b.name].cpu() for b in task.outputs}   # on the host: out of a call's reach
-        seed = st.seeds[0]
-        st.fill(0)
-        st.seeds[0] = seed
-        for name, x in st._draw(0).items():
-            st.sets[0][name].copy_(x)
+        st.fill(0, inputs=False)
         guards.scrub()
         call(st, 0, "determinism")
         settle("determinism")
@@ -234,7 +235,13 @@ def _judge(binary, spec_dict, task_id, cfg, sizes, time_it, with_compile) -> dic
             st.fill(i)
         flush = cp.empty(int(cfg.timing.flush_l2_factor * l2), dtype=cp.uint8)
         graphs: dict = {}
-        graphs["candidate"] = (timing.capture(cs, lambda i: call(st, i, "timing"), list(range(nsets))), nsets)
+        # Snapshot nodes behind the candidate's calls (see harness/snapshots.py), one per output:
+        # each call's outputs must be final when it ends. torch's graphs give no handle to disable
+        # nodes in, so the references carry none: the candidate alone pays for the (disabled)
+        # nodes, about half a microsecond per call, which can only lower its speedup.
+        snaps = [snapshots.Snapshots([st.sets[i][b.name] for i in range(nsets)], cs, nsets) for b in task.outputs]
+        graphs["candidate"] = (timing.capture(cs, lambda i: call(st, i, "timing"), list(range(nsets)),
+                                              after=lambda i: [s.capture(i) for s in snaps]), nsets)
         ref = task.reference
         runners = {"torch": ref}
         if with_compile:
@@ -249,27 +256,44 @@ def _judge(binary, spec_dict, task_id, cfg, sizes, time_it, with_compile) -> dic
             graphs[name] = (_TorchGraph(g, keep), nsets)
         names = list(graphs)
 
-        def before(n: str) -> None:
+        def before(n: str, inputs: bool = True) -> None:
             for i in range(nsets):
-                st.fill(i)
+                st.fill(i, inputs)
             if n == "candidate":
                 guards.scrub()
+                for s in snaps:
+                    s.arm(graphs["candidate"][0], cfg.timing.snapshot_calls)
             timing.flush_l2(flush)
 
         def after(n: str) -> None:
+            """After a candidate replay: every set's inputs and outputs, the arena, the snapshots."""
             if n == "candidate":
+                for s in snaps:
+                    s.verify()
                 settle("timing")
-                i = random.randrange(nsets)
                 for j in range(nsets):
-                    if not st.inputs_intact(j):
-                        raise TaskFailed("inputs", f"a timed call modified an input of set {j}")
-                checked(st, i, "timing")
+                    checked(st, j, "timing")
+                late = sum(s.mismatches() for s in snaps)
+                if late:
+                    raise TaskFailed("timing", f"{late} output bytes sampled the moment their call ended differ from "
+                                               "the replay's final outputs: a later call completed or changed them")
 
         beat("timing", 900)
         t0 = time.monotonic()
         times = timing.offline(cs, graphs, cfg.timing.repeats, timeout,
                                before={n: (lambda n=n: before(n)) for n in names},
                                after={n: (lambda n=n: after(n)) for n in names})
+        # Determinism in timing too: the last replay's inputs again, under fresh poison, replayed
+        # as any timed replay, give the same bits in every set.
+        kept = [{b.name: st.sets[i][b.name].clone() for b in task.outputs} for i in range(nsets)]
+        before("candidate", inputs=False)
+        graphs["candidate"][0].launch(cs)
+        after("candidate")
+        for i, outs in enumerate(kept):
+            for name, prev in outs.items():
+                if not torch.equal(st.sets[i][name].view(torch.uint8), prev.view(torch.uint8)):
+                    raise TaskFailed("determinism", f"{name} of set {i}: a timed replay on the same inputs gave "
+                                                    "other bits")
         out["timing_s"] = time.monotonic() - t0
         out["times_us"] = {n: t.median_us for n, t in times.items()}
         out["speedup"] = {n: timing.paired_speedup(times[n], times["candidate"]) for n in names if n != "candidate"}
