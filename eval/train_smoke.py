@@ -1,6 +1,7 @@
 """Training end to end on the GPU machine with a tiny offline model (no downloads).
 
   python eval/train_smoke.py --out DIR [--sft-steps 30] [--grpo-steps 10]
+  python eval/train_smoke.py --out DIR --stage general [--grpo-steps 10]
 
 1. Reward throughput: 32 distinct sm80 (contract v2) renders for one training shape, wrapped as
    completions, scored by the `RewardService` (parse, build, judge in the worker): rewards/min.
@@ -42,12 +43,28 @@ def reward_throughput(cfg: Config) -> dict:
             "best_speedup": max((p.speedup or 0) for p in parts)}
 
 
-def main(out: Path, sft_steps: int, grpo_steps: int) -> None:
+def general(out: Path, cfg: Config, steps: int) -> None:
+    """Stage general: GRPO from the tiny untrained model, every reward through the task judge."""
+    from tests.llm_fixtures import tiny_model
+    tiny = tiny_model(out / "tiny")
+    t0 = time.monotonic()
+    grpo(cfg, tiny, steps, out / "grpo_general", stage="general")
+    rows = [json.loads(x) for x in (out / "grpo_general" / "metrics.jsonl").read_text().splitlines() if "reward" in x]
+    summary = {"stage": "general", "grpo_s": time.monotonic() - t0,
+               "grpo_steps": [{k: r.get(k) for k in ("step", "reward", "reward_std", "cudal2/compiled",
+                                                     "cudal2/verified", "cudal2/zero_spread_groups")} for r in rows]}
+    (out / "summary_general.json").write_text(json.dumps(summary, indent=1))
+    print(json.dumps(summary, indent=1))
+
+
+def main(out: Path, sft_steps: int, grpo_steps: int, stage: str = "matmul") -> None:
     from tests.llm_fixtures import tiny_model
     out.mkdir(parents=True, exist_ok=True)
     cfg = Config.load(build={"cache_dir": str(out / "cache")},
                       train={"num_generations": 4, "max_completion_length": 256, "save_steps": 100,
                              "learning_rate": 5e-4})
+    if stage == "general":
+        return general(out, cfg, grpo_steps)
     summary = {"reward_throughput": reward_throughput(cfg)}
     print(json.dumps(summary["reward_throughput"]), flush=True)
     tiny = tiny_model(out / "tiny")
@@ -71,5 +88,7 @@ if __name__ == "__main__":
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--sft-steps", type=int, default=30)
     ap.add_argument("--grpo-steps", type=int, default=10)
+    ap.add_argument("--stage", choices=["matmul", "general"], default="matmul",
+                    help="general: GRPO only, on the task suite (no SFT, no reward-throughput run)")
     a = ap.parse_args()
-    main(a.out, a.sft_steps, a.grpo_steps)
+    main(a.out, a.sft_steps, a.grpo_steps, a.stage)
