@@ -316,6 +316,81 @@ def library_bench(root: Optional[Path] = LibOpt, arch: Optional[str] = ArchOpt, 
                   "in every mode and are served")
 
 
+@app.command()
+def sass(entry: Optional[str] = typer.Option(None, "--entry", help="A library entry id (or a unique prefix)."),
+         all_: bool = typer.Option(False, "--all", help="Every entry that ships a cubin, sm80 family first."),
+         agent: str = typer.Option("greedy", help="greedy or anneal."),
+         budget_minutes: float = typer.Option(5.0, "--budget-minutes", help="Search time per entry, in minutes "
+                                              "(the bitwise check and the judge come on top)."),
+         min_gain: float = typer.Option(0.01, "--min-gain", help="A schedule counts only if it is this much faster "
+                                        "(0.01: 1%) in two separate paired measurements."),
+         max_latency: Optional[int] = typer.Option(None, "--max-latency", help="Cycles: let the checker shrink a "
+                                                   "stall distance down to this (default: never shrink one)."),
+         publish: bool = typer.Option(True, help="Write a verified, reproduced winner into the library."),
+         json_out: Optional[Path] = typer.Option(None, "--json", help="Also append every outcome as a JSON line."),
+         root: Optional[Path] = LibOpt,
+         arch: str = typer.Option("sm90", "--arch", help="Architecture folder (the game knows sm_90 SASS only)."),
+         config: Optional[Path] = ConfigOpt) -> None:
+    """The assembly game: reorder the SASS of library cubins, keep a schedule only if it is faster twice,
+    bit-identical to the original on the GPU and passes the judge (then it becomes a `sass` entry)."""
+    from cudal2.sass.agents import AGENTS
+    from cudal2.sass.run import SassError, play, select
+    if agent not in AGENTS:
+        fail(f"--agent {agent!r}: choose {' or '.join(AGENTS)}")
+    if budget_minutes <= 0:
+        fail("--budget-minutes must be positive")
+    if max_latency is not None and max_latency < 1:
+        fail("--max-latency must be a positive number of cycles")
+    lib = open_library(root, arch)
+    if not lib.entries:
+        fail(f"no library entries in {lib.folder} (no manifest.json there, or an empty one)")
+    try:
+        entries = select(lib.entries, entry, all_)
+    except SassError as e:
+        fail(str(e))
+    cfg = load_config(config)
+    from cudal2.sass import tools
+    for tool in ("nvdisasm", "cuobjdump"):
+        try:
+            tools.require(tool)
+        except tools.ToolMissing as e:
+            fail(str(e))
+    gpu = need_gpu()
+    from cudal2.sass.run import Outcome
+    t = Table(title=f"cudal2 sass ({agent}, {budget_minutes:g} min per entry)")
+    for col in ("entry", "status", "gain", "again", "moved instr.", "checked / rejected", "measured",
+                "GPU fail", "GPU min"):
+        t.add_column(col)
+    gains, gpu_s = [], 0.0
+    for e in entries:
+        with out.status(f"{e.id}: playing ({agent})..."):
+            try:
+                o = play(e, lib.folder, cfg, gpu, agent, budget_minutes * 60, min_gain, max_latency, publish)
+            except Exception as err:  # noqa: BLE001  one entry's failure is reported; the others still run
+                o = Outcome(e.id, "error", f"{type(err).__name__}: {(str(err).splitlines() or [''])[0][:300]}")
+        gpu_s += o.gpu_s
+        st = o.agent.get("stats", {})
+        pct = lambda x: "-" if x is None else f"{x:+.2%}"  # noqa: E731
+        t.add_row(e.id, o.status + (f" ({o.new_id})" if o.new_id else ""), pct(o.agent.get("gain")),
+                  pct(o.agent.get("gain_repeat")), str(o.agent.get("displaced", 0)),
+                  f"{st.get('checked', 0)} / {st.get('rejected', 0)}", str(st.get("measured", 0)),
+                  str(st.get("gpu_failed", 0)), f"{o.gpu_s / 60:.1f}")
+        if o.detail:
+            out.print(f"{escape(e.id)}: {escape(o.detail)}", highlight=False)
+        if o.agent.get("reproduced"):
+            gains.append(min(o.agent["gain"], o.agent["gain_repeat"]))
+        if json_out:
+            with json_out.open("a") as f:
+                f.write(json.dumps({**o.__dict__, "gpu": gpu}, default=str) + "\n")
+    out.print(t)
+    if gains:
+        import math
+        geo = math.exp(sum(math.log1p(g) for g in gains) / len(gains)) - 1
+        out.print(f"{len(gains)} of {len(entries)} entries reproduced a gain: geomean {geo:+.2%}, largest "
+                  f"{max(gains):+.2%} (the smaller of the two measurements)")
+    out.print(f"GPU time: {gpu_s / 60:.1f} min")
+
+
 train_app = typer.Typer(help="GRPO fine-tuning of the kernel writer with TRL, rewarded by the judge.")
 app.add_typer(train_app, name="train")
 

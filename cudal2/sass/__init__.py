@@ -6,8 +6,14 @@
   basic blocks);
 - `isa`: what each opcode is, as far as legality needs (pinned, memory spaces, variable latency);
 - `legality`: accept or reject a new order of one basic block, with the reason;
-- `patch`: write that order into the cubin (whole 16-byte words, reuse flags cleared).
+- `patch`: write that order into the cubin (whole 16-byte words, reuse flags cleared);
+- `game`: the assembly game on one kernel (state, per-instruction features, the checker's action
+  mask, a reward from a pluggable `measure`);
+- `agents`: greedy and simulated annealing (no PPO yet), with their checker and GPU costs;
+- `verify`: the GPU side, in a worker process: bit-for-bit comparison with the original, and the
+  paired timing that is the game's `measure`;
+- `run`: `cudal2 sass`, playing library entries and publishing a verified winner.
 
-Nothing here runs on a GPU; a reordered kernel is only trusted after a bit-exact comparison with
-the original on the device.
+Only `verify` (and `run` through it) touches a GPU; a reordered kernel is only trusted after a
+bit-exact comparison with the original on the device.
 """
