@@ -1,10 +1,10 @@
 """`cudal2 sass` and its CPU-side pieces: one-line errors (unknown entry, no shipped cubin, no GPU,
 bad options), the GPU entry points of `sass.verify` failing in one line without a GPU, the shapes
-an entry is verified at, and a `sass` library entry that the manifest reader accepts and whose
-recorded schedule replays to its binary.
+an entry is verified at, a `sass` library entry that the manifest reader accepts and whose
+recorded schedule replays to its binary, and `play` publishing only what passed the bitwise check.
 
-`judged` below is a TEST DOUBLE of a judge result (made-up speedups): it stands in for the GPU
-judge run that `cudal2 sass` does before publishing, and exists only in these tests."""
+`judged` and `FakePairedMeasure` below are TEST DOUBLES (made-up speedups and gains): they stand
+in for the GPU judge and the GPU timing that `cudal2 sass` runs, and exist only in these tests."""
 
 import shutil
 from pathlib import Path
@@ -114,3 +114,44 @@ def test_a_sass_entry_is_a_valid_library_entry_that_replays(tmp_path):
     assert not (tmp_path / parent.binary).exists()             # the parent's cubin went with the parent
     p = got.provenance
     assert replay(data, p["kernel"], p["orders"], p["max_latency"]) == (tmp_path / got.binary).read_bytes()
+
+
+class FakePairedMeasure:
+    """TEST DOUBLE for `verify.PairedMeasure`: every reordered cubin is '3% faster', no GPU."""
+
+    def __init__(self, original, spec, shape, worker=None, **kw):
+        self.log = []
+
+    def __call__(self, cubin):
+        return 0.03
+
+    def close(self):
+        pass
+
+
+@pytest.mark.skipif(tools.find("nvdisasm") is None, reason="nvdisasm missing")
+@pytest.mark.parametrize("bitwise_ok", [True, False])
+def test_play_publishes_only_what_passed_the_bitwise_check(tmp_path, monkeypatch, cfg, bitwise_ok):
+    from cudal2.result import EvalResult, Stage
+    from cudal2.sass import run as sass_run
+    parent = next(e for e in manifest.read(SHIPPED) if e.id == SM80)
+    for f in (parent.source, parent.binary):
+        shutil.copy(SHIPPED / f, tmp_path / f)
+    manifest.write(tmp_path, [parent])
+
+    def judged(path, e, source, cfg, worker, gpu):   # TEST DOUBLE of the GPU judge: made-up speedups
+        new = path.parent != tmp_path
+        return EvalResult(name=path.stem, source_hash="", M=e.M, N=e.N, K=e.K, stage=Stage.DONE, ok=True,
+                          speedup={m: {"vendor_default": 1.5 if new else 1.4} for m in ("offline", "server")})
+
+    monkeypatch.setattr(verify, "PairedMeasure", FakePairedMeasure)
+    monkeypatch.setattr(verify, "bitwise", lambda *a, **k: verify.BitwiseReport(bitwise_ok, "" if bitwise_ok else
+                                                                                "3 outputs differ (test)"))
+    monkeypatch.setattr(sass_run, "_judge", judged)
+    o = sass_run.play(parent, tmp_path, cfg, "test", "greedy", budget_s=60, max_latency=32)
+    assert o.agent["reproduced"] and o.agent["stats"]["gpu_failed"] == 0
+    (got,) = manifest.read(tmp_path)
+    if bitwise_ok:
+        assert o.status == "published" and got.id == o.new_id and got.provenance["kind"] == "sass"
+    else:
+        assert o.status == "bitwise mismatch" and "differ" in o.detail and got.id == parent.id

@@ -6,8 +6,9 @@ cannot tell a call that computed its C from one whose C a later call of the same
 scrubs between replays but not between the calls of one).
 
 Guarantees:
-- `Snapshots.capture(i, pos)`, during a runner's graph capture right after its call at position
-  `pos` (on set `i`), adds a snapshot node: it copies SAMPLES bytes of that call's output, at
+- `Snapshots.capture(i)`, during a runner's graph capture right after its call on set `i`, adds
+  a snapshot node (its slot: the call's position in the graph): it copies SAMPLES bytes of that
+  call's output, at
   positions drawn under a key, into a buffer of the harness's own (any dtype: bytes are
   compared);
 - every node starts disabled; `arm(graph, k)` before a replay disables the nodes armed last time
@@ -39,13 +40,13 @@ SAMPLES = 256     # bytes per snapshot: a call that leaves 1% of its output to l
 THREADS = 256
 
 _SRC = PRF_SRC + r"""
-extern "C" __global__ void cudal2_snap(const unsigned char* C, long long elems, u64 key, unsigned char* out) {
-    for (int t = threadIdx.x; t < SAMPLES; t += blockDim.x) out[t] = C[prf(key, (u64)t) % (u64)elems];
+extern "C" __global__ void cudal2_snap(const unsigned char* C, long long nbytes, u64 key, unsigned char* out) {
+    for (int t = threadIdx.x; t < SAMPLES; t += blockDim.x) out[t] = C[prf(key, (u64)t) % (u64)nbytes];
 }
-extern "C" __global__ void cudal2_snap_check(const unsigned char* C, long long elems, u64 key,
+extern "C" __global__ void cudal2_snap_check(const unsigned char* C, long long nbytes, u64 key,
                                              const unsigned char* snap, unsigned* bad) {
     for (int t = threadIdx.x; t < SAMPLES; t += blockDim.x)
-        if (C[prf(key, (u64)t) % (u64)elems] != snap[t]) atomicAdd(bad, 1u);
+        if (C[prf(key, (u64)t) % (u64)nbytes] != snap[t]) atomicAdd(bad, 1u);
 }
 """
 _kernels: tuple | None = None
@@ -67,7 +68,7 @@ class Snapshots:
         # Device addresses (cupy arrays or torch tensors: both have nbytes).
         self.C = [c.data_ptr() if hasattr(c, "data_ptr") else c.data.ptr for c in C]
         self.stream = stream
-        self.elems = C[0].nbytes
+        self.nbytes = C[0].nbytes
         self.buf = cp.empty((calls, SAMPLES), dtype=cp.uint8)
         self.nodes: list[tuple[int, int]] = []            # (node, set), in graph order: slot = index
         self.armed: list[tuple[int, int, int, int]] = []  # (node, set, slot, key)
@@ -80,7 +81,7 @@ class Snapshots:
         """During capture, right after the call on set `i`: its snapshot node (disabled by `arm`)."""
         slot = len(self.nodes)
         snap, _ = _fns()
-        snap((1,), (THREADS,), (np.uint64(self.C[i]), np.int64(self.elems), np.uint64(0), self.buf[slot]))
+        snap((1,), (THREADS,), (np.uint64(self.C[i]), np.int64(self.nbytes), np.uint64(0), self.buf[slot]))
         self.nodes.append((driver.capture_tail(self.stream.ptr), i))
         self.live.append(self.nodes[-1][0])
 
@@ -96,7 +97,7 @@ class Snapshots:
         for slot in slots:
             node, i = self.nodes[slot]
             key = secrets.randbits(64)
-            args = [ctypes.c_uint64(self.C[i]), ctypes.c_int64(self.elems), ctypes.c_uint64(key),
+            args = [ctypes.c_uint64(self.C[i]), ctypes.c_int64(self.nbytes), ctypes.c_uint64(key),
                     ctypes.c_uint64(self.buf[slot].data.ptr)]
             driver.set_kernel_node(graph.graphExec, node, snap.kernel.ptr, 1, THREADS, args)
             driver.set_node_enabled(graph.graphExec, node, True)
@@ -107,7 +108,8 @@ class Snapshots:
         """Enqueue, after the replay: each armed snapshot against the final outputs."""
         _, check = _fns()
         for _, i, slot, key in self.armed:
-            check((1,), (THREADS,), (np.uint64(self.C[i]), np.int64(self.elems), np.uint64(key), self.buf[slot], self.bad))
+            check((1,), (THREADS,), (np.uint64(self.C[i]), np.int64(self.nbytes), np.uint64(key), self.buf[slot],
+                                     self.bad))
 
     def mismatches(self) -> int:
         """Snapshotted outputs that differed from the final ones, over every verify so far (syncs)."""

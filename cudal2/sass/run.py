@@ -152,8 +152,9 @@ def play(e: Entry, folder: Path, cfg, gpu: str, agent: str = "greedy", budget_s:
             rescored = {e.id: s_old} if s_old is not None else {}
             if not writer.add(folder, ne, source, rescored, binary=str(path), margin=cfg.library.serve_margin):
                 out.status = "not better"
-                out.detail = (f"judged score {s_new:.3f} vs the shipped cubin's {s_old if s_old is not None else float('nan'):.3f}"
-                              f"; needs to beat it and the vendor by {cfg.library.serve_margin:.0%} in every mode")
+                old = "unjudged" if s_old is None else f"{s_old:.3f}"
+                out.detail = (f"judged score {s_new:.3f} vs the shipped cubin's {old}; it must beat that and the "
+                              f"vendor by {cfg.library.serve_margin:.0%} in every mode")
                 return out
         out.status, out.new_id = "published", ne.id
         return out

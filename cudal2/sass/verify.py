@@ -334,5 +334,5 @@ class PairedMeasure:
     def close(self) -> None:
         if self._own:
             self.worker.close()
-        else:
+        elif self.log:    # the worker keeps the original loaded for the next measurement: not needed now
             self.worker.run("cudal2.sass.verify:release")
