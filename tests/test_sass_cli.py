@@ -87,11 +87,11 @@ def test_an_exact_shape_entry_is_verified_at_its_shape():
     assert verify.verify_shapes(e, (SHIPPED / e.source).read_text()) == [(128, 64, 12288)]
 
 
-@pytest.mark.skipif(tools.find("nvdisasm") is None, reason="nvdisasm missing")
-def test_a_sass_entry_is_a_valid_library_entry_that_replays(tmp_path):
+def sass_library(tmp_path):
+    """A library folder holding one `sass` entry made from SM80's cubin (gains from a stub)."""
     from cudal2.result import EvalResult, Stage
     from cudal2.sass import agents
-    from cudal2.sass.game import Game, replay
+    from cudal2.sass.game import Game
     parent = next(e for e in manifest.read(SHIPPED) if e.id == SM80)
     for f in (parent.source, parent.binary):
         shutil.copy(SHIPPED / f, tmp_path / f)
@@ -108,12 +108,32 @@ def test_a_sass_entry_is_a_valid_library_entry_that_replays(tmp_path):
     path = tmp_path / "new.cubin"
     path.write_bytes(new)
     assert writer.add(tmp_path, ne, source, {parent.id: 1.2}, binary=str(path), margin=0.02)
+    return parent, ne, data
+
+
+@pytest.mark.skipif(tools.find("nvdisasm") is None, reason="nvdisasm missing")
+def test_a_sass_entry_is_a_valid_library_entry_that_replays(tmp_path):
+    from cudal2.sass.game import replay
+    parent, ne, data = sass_library(tmp_path)
     (got,) = manifest.read(tmp_path)                           # validates hashes of source and binary
     assert got.id == ne.id and "-sass-" in got.id and got.provenance["kind"] == "sass"
     assert got.provenance["parent"] == parent.id and got.spec == parent.spec
     assert not (tmp_path / parent.binary).exists()             # the parent's cubin went with the parent
     p = got.provenance
     assert replay(data, p["kernel"], p["orders"], p["max_latency"]) == (tmp_path / got.binary).read_bytes()
+
+
+@pytest.mark.skipif(tools.find("nvdisasm") is None, reason="nvdisasm missing")
+def test_library_build_keeps_a_sass_entry_reordered(tmp_path, cfg):
+    # A rebuild from source gives ptxas's order back; the recorded schedule must be applied again.
+    from rich.console import Console
+    from cudal2.library.rebuild import rebuild
+    _, ne, _ = sass_library(tmp_path)
+    before = (tmp_path / ne.binary).read_bytes()
+    report = rebuild(tmp_path, cfg.build, Console(quiet=True))
+    assert report["failed"] == [] and report["shipped"] == [ne.id]
+    (got,) = manifest.read(tmp_path)
+    assert (tmp_path / got.binary).read_bytes() == before and got.device_sha256 == ne.device_sha256
 
 
 class FakePairedMeasure:

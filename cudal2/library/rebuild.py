@@ -5,7 +5,9 @@ v2 entry gets its cubin written beside the manifest, with its launch spec, and t
 rewritten atomically; an entry whose rebuilt device hash differs from the recorded one (another
 toolkit) is updated and named in the report, because the judge verified the old binary
 (`cudal2 library verify` re-checks it); missing or corrupt binaries are what this repairs, so the
-manifest is read without checking them. v1 (host-code) entries are left to build on first use.
+manifest is read without checking them. A `sass` entry (a reordered cubin) gets its recorded
+schedule applied again to the rebuilt cubin (this needs the SASS tools). v1 (host-code) entries
+are left to build on first use.
 
 Does not: verify or time anything (no GPU needed), or touch sources.
 """
@@ -41,13 +43,31 @@ def rebuild(folder: Path, cfg: BuildConfig, console) -> dict[str, list[str]]:
         elif r.kind != "cubin":
             report["host_code"].append(e.id)
         else:
+            data, sha = Path(r.lib_path).read_bytes(), r.device_sha256
+            if e.provenance.get("kind") == "sass":
+                try:
+                    data = reapply_schedule(e, data)
+                except Exception as err:  # noqa: BLE001  (no SASS tools here, or a schedule that no longer applies)
+                    report["failed"].append(f"{e.id}: its recorded schedule could not be re-applied: {err}")
+                    out.append(e)
+                    continue
+                sha = manifest.sha256_bytes(data)
             name = f"{e.id}.cubin"
-            (folder / name).write_bytes(Path(r.lib_path).read_bytes())
-            if r.device_sha256 != e.device_sha256:
+            (folder / name).write_bytes(data)
+            if sha != e.device_sha256:
                 report["changed"].append(e.id)
-            e = dataclasses.replace(e, binary=name, spec=r.spec, device_sha256=r.device_sha256,
+            e = dataclasses.replace(e, binary=name, spec=r.spec, device_sha256=sha,
                                     build={**e.build, "resources": r.resources})
             report["shipped"].append(e.id)
         out.append(e)
     manifest.write(folder, out)
     return report
+
+
+def reapply_schedule(e: manifest.Entry, parent_cubin: bytes) -> bytes:
+    """A `sass` entry's binary from its source's rebuilt cubin: the recorded schedule (provenance
+    `orders` of `kernel`) applied again, as `cudal2 sass` first applied it (a plain rebuild would
+    put the instructions back in ptxas's order)."""
+    from cudal2.sass.game import replay
+    p = e.provenance
+    return replay(parent_cubin, p["kernel"], p["orders"], p.get("max_latency"))
