@@ -91,6 +91,21 @@ def test_sft_rows_are_verified_v2_renders(tmp_path):
     assert len(rows) == 3 and all("cudal2-launch" in r["completion"][0]["content"] for r in rows)
 
 
+def test_general_warm_start_rows_are_the_reference_solutions_of_training_tasks(tmp_path):
+    from cudal2.rl.train import reference_rows
+    rows = reference_rows(cfg(tmp_path), ["ew-relu", "ew-relu-squared"])   # the second is held out
+    assert len(rows) == 1
+    assert '"task": "ew-relu"' in rows[0]["completion"][0]["content"].replace("'", '"')
+
+
+def test_training_tasks_can_be_limited_to_named_ones(tmp_path):
+    from cudal2.rl.train import train_tasks
+    got = train_tasks(cfg(tmp_path), 5, stage="general", only=["ew-relu", "ew-exp"])
+    assert len(got) == 5 and {t.general for t in got} == {"ew-relu", "ew-exp"}
+    with pytest.raises(ValueError, match="no training-split task"):
+        train_tasks(cfg(tmp_path), 1, stage="general", only=["ew-relu-squared"])
+
+
 def test_train_cli_errors_are_one_line(tmp_path):
     from typer.testing import CliRunner
 

@@ -29,9 +29,13 @@ from cudal2.rl.tasks import Task, general_tasks, matmul_tasks, prompter
 STAGES = ("sft", "matmul", "general")
 
 
-def train_tasks(cfg: Config, n: int, seed: int = 0, stage: str = "matmul") -> list[Task]:
+def train_tasks(cfg: Config, n: int, seed: int = 0, stage: str = "matmul", only=None) -> list[Task]:
+    """`n` training-split tasks of `stage` in a fixed shuffled order (repeated as needed); `only`:
+    just these task ids (or general task names)."""
     pool = general_tasks() if stage == "general" else matmul_tasks(cfg.train.holdout_fraction)
-    tasks = [t for t in pool if t.split == "train"]
+    tasks = [t for t in pool if t.split == "train" and (only is None or t.id in only or t.general in only)]
+    if not tasks:
+        raise ValueError(f"no training-split task of stage {stage} among {sorted(only or [])}")
     random.Random(seed).shuffle(tasks)
     return [tasks[i % len(tasks)] for i in range(n)]
 
@@ -103,7 +107,7 @@ def _callbacks(output: Path, progress: bool) -> list:
 
 
 def grpo(cfg: Config, model: str, steps: int, output: Path, resume: bool = False, device: dict | None = None,
-         retriever=None, service=None, progress: bool = False, stage: str = "matmul"):
+         retriever=None, service=None, progress: bool = False, stage: str = "matmul", tasks=None):
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
@@ -111,8 +115,8 @@ def grpo(cfg: Config, model: str, steps: int, output: Path, resume: bool = False
     from cudal2.rl.trl_reward import make_reward
     T = cfg.train
     output.mkdir(parents=True, exist_ok=True)
-    ds = Dataset.from_list(_rows(cfg, train_tasks(cfg, max(1, steps * T.batch_prompts), stage=stage), device,
-                                 retriever))
+    ds = Dataset.from_list(_rows(cfg, train_tasks(cfg, max(1, steps * T.batch_prompts), stage=stage, only=tasks),
+                                 device, retriever))
     args = GRPOConfig(**_common_args(cfg, output, steps, progress), num_generations=T.num_generations,
                       per_device_train_batch_size=T.num_generations * T.batch_prompts,
                       max_completion_length=T.max_completion_length,
@@ -157,12 +161,27 @@ def sft_rows(cfg: Config, n: int, trace: Path | None = None, retriever=None) -> 
     return rows
 
 
+def reference_rows(cfg: Config, tasks) -> list[dict]:
+    """(prompt, reference solution) pairs of stage general's training tasks named in `tasks`: the
+    suite's own verified kernels (`cudal2/rl/references/`), as a warm start for that stage."""
+    prompt = prompter(cfg)
+    refs = Path(__file__).parent / "references"
+    return [{"prompt": prompt(t), "completion": [{"role": "assistant", "content":
+                                                 f"```cuda\n{(refs / f'{t.general}.cu').read_text()}\n```"}]}
+            for t in general_tasks() if t.split == "train" and t.general in set(tasks)]
+
+
 def sft(cfg: Config, model: str, steps: int, output: Path, resume: bool = False, trace: Path | None = None,
-        retriever=None, progress: bool = False):
+        retriever=None, progress: bool = False, tasks=None):
+    """Warm start: on the sm80 renders and the trace's verified completions, or (`tasks`: general
+    task names) on those tasks' reference solutions."""
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
     output.mkdir(parents=True, exist_ok=True)
-    ds = Dataset.from_list(sft_rows(cfg, max(8, steps * 2), trace, retriever))
+    rows = reference_rows(cfg, tasks) if tasks else sft_rows(cfg, max(8, steps * 2), trace, retriever)
+    if not rows:
+        raise ValueError(f"no training rows (tasks: {tasks})")
+    ds = Dataset.from_list(rows)
     # No truncation: generate's prompts are long (retrieval, contract), and a truncated example
     # loses its completion, which is all the loss is computed on.
     args = SFTConfig(**_common_args(cfg, output, steps, progress), per_device_train_batch_size=2, max_length=None)
