@@ -133,8 +133,9 @@ def test_every_sampled_render_has_a_launch_spec_that_resolves_for_its_shape():
         valid = FAM.valid_points(p, LIM)
         assert valid, p
         for x in rng.sample(valid, min(8, len(valid))):
-            [k] = launch.parse(FAM.render(x, p)).resolve(p.M, p.N, p.K)
-            assert k.name == "sm90raw_hgemm", (p, x)
+            ks = launch.parse(FAM.render(x, p)).resolve(p.M, p.N, p.K)
+            # split-K / stream-K points add the reduction (tests/test_sm90raw_splitk.py)
+            assert [k.name for k in ks] == ["sm90raw_hgemm"] + ["sm90raw_reduce"] * (len(ks) - 1), (p, x)
 
 
 # ---- invalid: each rule with its reason ---------------------------------------------------------

@@ -7,36 +7,58 @@ grid that walks the output tiles in grouped (GROUP_M) order. sm_90a only.
 The family renders contract v2 (docs/kernel-contract.md): a device-only file, one shape per
 render, whose `/* cudal2-launch */` block asks the harness for the TMA descriptors (A and B with
 box [64, BM] and [64, BN / CLUSTER], 128-byte swizzle; with EPI=tma also C) and launches
-`sm90raw_hgemm` once on a grid of at most MAX_CTAS CTAs (clusters of CLUSTER). No host code, no
-workspace.
+`sm90raw_hgemm` once on a grid of at most MAX_CTAS CTAs (clusters of CLUSTER). No host code. With
+SPLIT_K > 1 or SCHED="streamk" the kernel takes the workspace instead of C, and a second launch,
+`sm90raw_reduce`, writes C; the workspace size is declared in the launch block.
 
 Covered: any M and N, K % 8 == 0 (the TMA unit zero-fills every out-of-bounds row and k; the
 direct epilogue masks rows past M and columns past N, odd N falls back to scalar stores; the TMA
 store clips); block tiles BM in {64, 128, 192, 256} split over 1-3 consumer warpgroups of 64 or
 128 rows; BN any multiple of 16 from 64 to 256 (the odd widths, 80, 112, 160, 208..., are there
-for wave quantization on 132 SMs); three independent options:
+for wave quantization on 132 SMs); options:
 - EPI="tma": stmatrix into swizzled staging + TMA store, overlapped with the next tile's mainloop
   (N % 8 == 0 only; costs BM x BN x 2 bytes of shared memory, so usually one stage less);
 - CLUSTER=2: pairs of CTAs own vertically adjacent tiles and share B through TMA multicast;
-- MAX_CTAS=128: a smaller persistent grid, in case 66 two-CTA clusters cannot all be resident.
+- MAX_CTAS=128: a smaller persistent grid, in case 66 two-CTA clusters cannot all be resident;
+- SPLIT_K in {2, 3, 4, 8}: work units are (item, split), split-major; each unit's fp32 partial tile
+  goes to its own workspace slot ([BM][BN] floats, tile-contiguous, no atomics), and sm90raw_reduce
+  adds a tile's splits in the fixed order 0..SPLIT_K-1 and rounds once: bitwise deterministic.
+  Workspace: SPLIT_K x items x CLUSTER x BM x BN x 4 bytes (at most 1 GiB);
+- SCHED="streamk": every worker (CTA or cluster) owns an equal run of the items x k-tiles
+  iteration space; a run's segment of an item goes to slot (worker + item) (unique), and
+  sm90raw_reduce adds an item's segments in worker order. Every tile goes through the workspace
+  (no data-parallel first wave, no in-kernel fix-up with flags): simple and deterministic, and
+  paid for in partials traffic, which the prior charges.
+Both require EPI="direct" (the contract has no tensor map over the workspace). The small-tile
+path for thin, long-K shapes is BM=64 (one consumer warpgroup, one wgmma m64 per k16 step) with
+BN=64..128 plus split-K, e.g. 128x1024x16384 as 64x64 tiles x 4 splits = 128 CTAs. A 32-row tile
+is not offered: wgmma's M is 64 per warpgroup, so it would multiply 32 rows of zeros and be no
+faster than 64 rows.
 
 Not covered yet (issue 12 lists them): Hilbert order (within the ~132 tiles in flight it would
-make the footprint only a few percent squarer than GROUP_M=8/16), split-K / stream-K, small-tile
-split-K for thin long-K shapes, clusters along N (A multicast), 128 x N ping-pong consumers.
+make the footprint only a few percent squarer than GROUP_M=8/16), a stream-K hybrid (whole tiles
+for the full waves, stream-K for the last), clusters along N (A multicast), 128 x N ping-pong
+consumers, a TMA-store (or reduce-scatter in the cluster) epilogue for the partials.
 
 Guarantees: `invalid` rejects, with a reason, every point the template cannot build or run for
 the shape (consumer row split, wgmma N, registers of one wgmma against the kernel-wide target and
 accumulators against the setmaxnreg budget, shared memory, the C tensor map's 16-byte rows, a
-cluster over a single tile row), plus pure waste (a tile far larger than the problem, stages the
-whole run never fills, a grid cap that changes nothing); `context` gives the template the derived
+cluster over a single tile row, split-K or stream-K with EPI=tma or with each other, a workspace
+over 1 GiB), plus pure waste (a tile far larger than the problem, stages the whole run never
+fills, a grid cap that changes nothing, splits or stream-K runs of fewer than 4 k tiles, split-K
+when the tiles already fill the SMs twice, stream-K when the items divide evenly over the workers
+or make more than 4 waves); `context` gives the template the derived
 constants, which it re-derives and static_asserts, so the launch block, the header and the kernel
 agree or the build fails. Every point valid at 4096^3 (180 distinct kernels) was built with no
-spills when this was written.
+spills when this was written; the split-K and stream-K points were built (no spills) but, as of
+this writing, not yet run on a GPU.
 
 Does not: measure anything, and has not been run on a GPU by its author: the first GPU check is
 eval/sm90raw_check.py. The prior is an uncalibrated throughput model: it rewards full waves,
 large tiles (shared-memory bandwidth per wgmma) and two or three consumer warpgroups, and charges
-padding and the exposed epilogue.
+padding, the exposed epilogue, HBM streamed by too few CTAs, and the partials' round trip and
+second launch of split-K and stream-K (so split-K wins where tiles alone leave SMs idle and K is
+long).
 """
 
 from __future__ import annotations
@@ -59,6 +81,9 @@ REG_OVERHEAD = 40              # descriptors, addresses, loop state beside the a
 INSTR_OVERHEAD = 28
 BARRIER_BYTES = 16             # full + empty mbarrier per stage
 ALIGN_SLACK = 1024             # the template aligns the dynamic smem base up to 1024 bytes
+RED_THREADS = 256              # sm90raw_reduce: threads per CTA, 8 output elements each
+MAX_WORKSPACE = 1 << 30        # fp32 partials beyond this are never worth it
+MIN_KTILES_PER_UNIT = 4        # a split or stream-K run shorter than this never fills the ring
 
 
 class Sm90Raw(Family):
@@ -69,7 +94,7 @@ class Sm90Raw(Family):
         "BM": (128, 64, 192, 256),
         "BN": (128, 64, 80, 96, 112, 144, 160, 176, 192, 208, 224, 240, 256),
         "CONSUMERS": (2, 1, 3),
-        "STAGES": (4, 3, 5, 6),
+        "STAGES": (4, 3, 5, 6, 8),
         "GROUP_M": (8, 1, 4, 16),
         # "direct": stores from the accumulators; "tma": stmatrix into swizzled staging + TMA store,
         # overlapped with the next tile's mainloop (needs N % 8 == 0 for the C tensor map)
@@ -79,27 +104,52 @@ class Sm90Raw(Family):
         # the persistent grid's size cap: 132 = every SM of an H100 SXM; 128 leaves room for GPCs
         # that cannot host every 2-CTA cluster at once
         "MAX_CTAS": (132, 128),
+        # split-K: the k tiles cut into SPLIT_K splits, fp32 partials through the workspace, then
+        # sm90raw_reduce sums them in a fixed order (thin, long-K shapes whose tiles cannot fill the SMs)
+        "SPLIT_K": (1, 2, 3, 4, 8),
+        # "tiles": whole items per CTA (with SPLIT_K); "streamk": every CTA an equal run of all the k-tile
+        # iterations, partial tiles fixed up by sm90raw_reduce (against wave quantization)
+        "SCHED": ("tiles", "streamk"),
     }
 
     def context(self, params: Params, p: Problem) -> dict[str, Any]:
         BM, BN, C, STAGES = params["BM"], params["BN"], params["CONSUMERS"], params["STAGES"]
         CL, EPI = params["CLUSTER"], params["EPI"]
+        # a point recorded before these parameters existed meant no split and whole tiles
+        S, sched = params.get("SPLIT_K", 1), params.get("SCHED", "tiles")
         wg_m = BM // C
         tiles_m, tiles_n = cdiv(p.M, BM), cdiv(p.N, BN)
         tiles = tiles_m * tiles_n
         items = cdiv(tiles_m, CL) * tiles_n            # a work item: CL vertically adjacent tiles
+        ktiles = cdiv(p.K, BK)
         stage = (BM + BN) * BK * 2
         epi = BM * BN * 2 if EPI == "tma" else 0
         prod, cons = REGS.get(C, (0, 0))
+        units = items * S                              # split-K: (item, split) pairs
+        if sched == "streamk":
+            grid = params["MAX_CTAS"] // CL * CL       # every SM, each an equal run of iterations
+            workers = grid // CL
+            slots = (workers + items - 1) * CL         # slot (w + item) * CL + rank per segment
+            per_cta_ktiles = cdiv(items * ktiles, workers)
+        else:
+            grid = min(units * CL, params["MAX_CTAS"] // CL * CL)
+            workers = grid // CL
+            slots = units * CL if S > 1 else 0
+            per_cta_ktiles = cdiv(units, workers) * cdiv(ktiles, S)
+        ws = S > 1 or sched == "streamk"
         return {
+            "SPLIT_K": S, "SCHED": sched, "WS": ws, "UNITS": units, "WORKERS": workers,
+            "TOTAL_ITERS": items * ktiles, "PER_CTA_KTILES": per_cta_ktiles,
+            "WS_BYTES": slots * BM * BN * 4, "RED_THREADS": RED_THREADS,
+            "RED_BLOCKS": cdiv(tiles * BM * BN // 8, RED_THREADS),
             "BK": BK, "THREADS": 128 * (1 + C), "WG_M": wg_m, "M_SUB": wg_m // 64, "ACC": (wg_m // 64) * BN // 2,
             "STAGE_BYTES": stage, "EPI_BYTES": epi,
             "SMEM_BYTES": STAGES * stage + epi + STAGES * BARRIER_BYTES + ALIGN_SLACK,
             # the TMA-store box: the widest of 64/32/16 columns dividing BN (its swizzle = 2 bytes x that)
             "EPI_COLS": next(w for w in (64, 32, 16, 8) if BN % w == 0),
             "TILES_M": tiles_m, "TILES_N": tiles_n, "TILES": tiles, "ITEMS": items,
-            "GRID": min(items * CL, params["MAX_CTAS"] // CL * CL),
-            "KTILES": cdiv(p.K, BK), "PRODUCER_REGS": prod, "CONSUMER_REGS": cons,
+            "GRID": grid,
+            "KTILES": ktiles, "PRODUCER_REGS": prod, "CONSUMER_REGS": cons,
             # the wgmma asm's accumulator operands %0..%(BN/2-1) and their "+f" bindings, 8 or 16 a line
             "WGMMA_D": [", ".join(f"%{i}" for i in range(j, min(j + 16, BN // 2))) + ("," if j + 16 < BN // 2 else "")
                         for j in range(0, BN // 2, 16)],
@@ -142,13 +192,53 @@ class Sm90Raw(Family):
             return f"CLUSTER={CL} along M: the {p.M}-row output has only {d['TILES_M']} tile row(s) of {BM}"
         if params["MAX_CTAS"] > lim.sm_count:
             return f"MAX_CTAS={params['MAX_CTAS']} exceeds the {lim.sm_count} SMs: a persistent grid is one wave"
-        if params["MAX_CTAS"] != self.space["MAX_CTAS"][0] and d["ITEMS"] * CL <= params["MAX_CTAS"]:
-            return (f"MAX_CTAS={params['MAX_CTAS']} changes nothing here: {d['ITEMS'] * CL} CTAs "
+        why = self._invalid_split(params, p, lim, d)
+        if why:
+            return why
+        if (params["MAX_CTAS"] != self.space["MAX_CTAS"][0] and d["SCHED"] == "tiles"
+                and d["UNITS"] * CL <= params["MAX_CTAS"]):
+            return (f"MAX_CTAS={params['MAX_CTAS']} changes nothing here: {d['UNITS'] * CL} CTAs "
                     f"(the same kernel as MAX_CTAS={self.space['MAX_CTAS'][0]})")
-        per_cta = cdiv(d["ITEMS"], d["GRID"] // CL) * d["KTILES"]
+        per_cta = d["PER_CTA_KTILES"]
         if STAGES > 3 and STAGES > per_cta:
             return (f"STAGES={STAGES} never fills: a CTA loads only {per_cta} k tiles in all "
                     "(fewer stages do the same work with less smem)")
+        return None
+
+    def _invalid_split(self, params: Params, p: Problem, lim: Limits, d: dict[str, Any]) -> str | None:
+        """The rules of split-K and stream-K (both send fp32 partial tiles through the workspace)."""
+        S, sched, CL = d["SPLIT_K"], d["SCHED"], params["CLUSTER"]
+        if S not in self.space["SPLIT_K"]:
+            return f"SPLIT_K={S}: one of {self.space['SPLIT_K']}"
+        if sched not in self.space["SCHED"]:
+            return f"SCHED={sched!r}: one of {self.space['SCHED']}"
+        if not d["WS"]:
+            return None
+        if sched == "streamk" and S > 1:
+            return f"SCHED=streamk already cuts K over the CTAs: SPLIT_K must be 1, not {S}"
+        what = f"SPLIT_K={S}" if S > 1 else "SCHED=streamk"
+        if params["EPI"] != "direct":
+            return (f"{what}: the partials are fp32 tiles in the workspace, which has no tensor map "
+                    "(the contract encodes maps over A, B and C only), so EPI must be direct")
+        if d["WS_BYTES"] > MAX_WORKSPACE:
+            return f"{what}: {d['WS_BYTES']} B of fp32 partials exceed {MAX_WORKSPACE} B"
+        if S > 1:
+            if d["KTILES"] // S < MIN_KTILES_PER_UNIT:
+                return (f"SPLIT_K={S}: a split gets {d['KTILES'] // S} k tiles of {BK} (K={p.K}), fewer than "
+                        f"{MIN_KTILES_PER_UNIT}: the pipeline never fills; fewer splits")
+            if d["ITEMS"] * CL >= 2 * lim.sm_count:
+                return (f"SPLIT_K={S}: the {d['ITEMS'] * CL} tiles already fill {lim.sm_count} SMs twice; "
+                        "splitting K only adds partials traffic")
+        else:
+            if d["TOTAL_ITERS"] < MIN_KTILES_PER_UNIT * d["WORKERS"]:
+                return (f"SCHED=streamk: {d['TOTAL_ITERS']} k tiles over {d['WORKERS']} workers is fewer than "
+                        f"{MIN_KTILES_PER_UNIT} each: the pipeline never fills")
+            if d["ITEMS"] % d["WORKERS"] == 0:
+                return (f"SCHED=streamk: the {d['ITEMS']} items divide evenly over the {d['WORKERS']} workers "
+                        "already (no wave quantization to fix)")
+            if d["ITEMS"] > 4 * d["WORKERS"]:
+                return (f"SCHED=streamk: {d['ITEMS']} items are over 4 waves of {d['WORKERS']}; the last partial "
+                        "wave costs less than sending every tile through the workspace")
         return None
 
     # ---- prior: an uncalibrated time model (TFLOP/s it predicts) ---------------------------------
@@ -156,9 +246,14 @@ class Sm90Raw(Family):
     # shared-memory bandwidth a narrow tile needs (both operands come from smem: bytes per FLOP fall
     # as BM*BN/(BM+BN) grows), by a single consumer warpgroup (nothing issues while it waits) and by
     # a shallow ring, plus the epilogue (exposed for EPI=direct, mostly hidden for EPI=tma). The
-    # busiest CTA does ceil(items / clusters) tiles. A 2-CTA cluster halves B's L2 traffic.
+    # busiest CTA does ceil(items / clusters) tiles. A 2-CTA cluster halves B's L2 traffic. The
+    # whole run cannot beat reading the operands once from HBM, which takes at least DRAM_CTAS CTAs
+    # to saturate (a thin shape on 16 CTAs streams far below 3 TB/s: that is what split-K fixes).
+    # Split-K and stream-K: the busiest CTA's share of the k tiles, an fp32 epilogue per unit or
+    # segment, the partials written and read back at HBM rate, and the reduction's launch.
     SM_TFLOPS = 989.0 / 132 * 0.85    # dense fp16 wgmma peak per SM, less clock/power throttling
     DRAM_TBPS = 3.0
+    DRAM_CTAS = 66                    # CTAs (SMs) it takes to saturate HBM; fewer stream proportionally less
     EPI_S_PER_ELEM = 0.35e-12 * 132   # storing one output element from registers, per SM (exposed)
     LAUNCH_S = 3e-6
 
@@ -169,9 +264,22 @@ class Sm90Raw(Family):
         eff = (min(1.0, intensity / 85) ** 0.5 * (0.8 if C == 1 else 1.0) * min(1.0, STAGES / 4) ** 0.3
                * (1.02 if CL > 1 else 1.0))
         epi = BM * BN * self.EPI_S_PER_ELEM * (0.2 if params["EPI"] == "tma" else 1.0)
+        dram = self.DRAM_TBPS * 1e12 * min(1.0, d["GRID"] / self.DRAM_CTAS)
+        if d["WS"]:
+            # split-K / stream-K: the busiest CTA's k tiles, an fp32 epilogue (twice the bytes) per
+            # unit or segment, then the partials' round trip and the reduction's own launch
+            ktile_s = 2 * BM * BN * BK / (self.SM_TFLOPS * 1e12 * eff)
+            if d["SCHED"] == "streamk":
+                segments = cdiv(d["PER_CTA_KTILES"], d["KTILES"]) + 1
+            else:
+                segments = cdiv(d["UNITS"], d["WORKERS"])
+            t = d["PER_CTA_KTILES"] * ktile_s + segments * 2 * epi
+            t = max(t, p.min_bytes / dram) + self.LAUNCH_S
+            t += (2 * d["WS_BYTES"] + 2 * p.M * p.N) / (self.DRAM_TBPS * 1e12) + self.LAUNCH_S
+            return p.flops / t / 1e12
         tile_s = 2 * BM * BN * d["KTILES"] * BK / (self.SM_TFLOPS * 1e12 * eff) + epi
         t = cdiv(d["ITEMS"], d["GRID"] // CL) * tile_s
-        t = max(t, p.min_bytes / (self.DRAM_TBPS * 1e12)) + self.LAUNCH_S
+        t = max(t, p.min_bytes / dram) + self.LAUNCH_S
         if params["GROUP_M"] == 1 and d["TILES_M"] > 1 and d["TILES"] > d["GRID"]:
             t *= 1.03                                         # no L2 grouping on a multi-wave grid
         return p.flops / t / 1e12
