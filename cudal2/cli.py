@@ -405,12 +405,16 @@ def train(ctx: typer.Context,
           resume: bool = typer.Option(False, help="Continue from the latest checkpoint in --output."),
           trace: Optional[Path] = typer.Option(None, help="sft: a generate trace (JSON lines) to add verified "
                                                "completions from."),
+          sft_on: str = typer.Option("matmul", "--sft-on", help="sft: warm start for stage matmul (sm80 renders and "
+                                     "the trace) or for stage general (the task suite's reference solutions)."),
           config: Optional[Path] = ConfigOpt) -> None:
     """Train: `cudal2 train --stage sft|matmul|general --model NAME_OR_PATH [--steps N] [--output DIR] [--resume]`."""
     if ctx.invoked_subcommand:
         return
     if stage not in ("sft", "matmul", "general"):
         fail(f"--stage {stage!r}: choose sft, matmul or general")
+    if sft_on not in ("matmul", "general"):
+        fail(f"--sft-on {sft_on!r}: choose matmul or general")
     if not model:
         fail("--model: name a Hugging Face model or a local folder (e.g. Qwen/Qwen2.5-Coder-7B-Instruct)")
     try:
@@ -429,6 +433,9 @@ def train(ctx: typer.Context,
         kw = {"retriever": retriever_for(cfg), "progress": True}
     if stage == "sft":
         kw["trace"] = trace
+        if sft_on == "general":
+            from cudal2.rl.tasks import general_tasks
+            kw["tasks"] = [t.general for t in general_tasks() if t.split == "train"]
     else:
         kw["stage"] = stage
     try:

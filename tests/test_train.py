@@ -114,6 +114,8 @@ def test_train_cli_errors_are_one_line(tmp_path):
     assert r.exit_code != 0 and "no such folder" in r.output
     r = CliRunner().invoke(app, ["train", "--stage", "generl", "--model", "x"])
     assert r.exit_code != 0 and "choose sft, matmul or general" in r.output
+    r = CliRunner().invoke(app, ["train", "--stage", "sft", "--sft-on", "gemm", "--model", "x"])
+    assert r.exit_code != 0 and "choose matmul or general" in r.output
 
 
 def test_plot_draws_the_reward_curve(tiny, tmp_path):
@@ -151,6 +153,17 @@ def test_the_cli_trains_with_a_progress_display(tiny, tmp_path):
                                  "--output", str(tmp_path / "o"), "-c", str(tmp_path / "c.toml")])
     assert r.exit_code == 0, r.output[-2000:]
     assert (tmp_path / "o" / "final").is_dir() and "metrics.jsonl" in r.output
+
+
+def test_the_cli_warm_starts_stage_general_on_its_reference_solutions(tiny, tmp_path):
+    from typer.testing import CliRunner
+
+    from cudal2.cli import app
+    (tmp_path / "c.toml").write_text(f'[build]\ncache_dir = "{tmp_path / "cache"}"\n[train]\nsave_steps = 100\n')
+    r = CliRunner().invoke(app, ["train", "--stage", "sft", "--sft-on", "general", "--model", tiny, "--steps", "1",
+                                 "--output", str(tmp_path / "o"), "-c", str(tmp_path / "c.toml")])
+    assert r.exit_code == 0, r.output[-2000:]
+    assert (tmp_path / "o" / "final").is_dir()
 
 
 def test_lora_trains_adapters_only(tiny, tmp_path):
