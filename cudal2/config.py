@@ -84,9 +84,10 @@ class TimingConfig:
                           "per-round ratios).", ge=3)
     min_replay_ms: float = _f(0.25, "Offline: each graph replay holds enough calls, each on its own input set, to last "
                                    "about this long at the vendor's speed (bounded by max_sets).", gt=0)
-    snapshot_calls: int = _f(2, "Offline: calls per replay whose output is snapshotted the moment the call ends (at "
-                                "positions drawn afresh for every replay, the same number for every runner), so a "
-                                "call whose output a later call of the replay completes is caught.", ge=1)
+    snapshot_calls: float = _f(2.0, "Offline: calls per replay, on average, whose output is snapshotted the moment the "
+                                    "call ends (each call's snapshot armed independently with probability this / "
+                                    "calls, afresh for every replay and runner), so a call whose output a later call "
+                                    "of the replay completes is caught.", gt=0)
     rotation_l2_factor: float = _f(2.0, "Input sets rotate until their bytes exceed this multiple of L2.", ge=0)
     max_sets: int = _f(512, "Upper bound on rotating input sets (tiny shapes stop here).", ge=1)
     max_graph_calls: int = _f(4096, "Upper bound on calls captured in one offline graph.", ge=1)

@@ -35,10 +35,11 @@ Guarantees, in order (the first failure stops the run and is recorded with its s
   positions drawn from a key new to that check, against operands recomputed from the generator
   (the log read at once), then the fixed operand compared with the generator and the arena's
   background checked, so nothing a call leaves can reach a later one. Snapshot nodes behind
-  every call of every graph (`snapshots`), armed at calls drawn afresh for each replay, find an
+  every call of every graph (`snapshots`), each armed independently for each replay, find an
   output that a later call of the same replay completed. After the last offline
   replay, the regenerated operand is compared too, a sample of sets is checked in full, and the
-  graph runs once more on the same inputs: the sample must come out bit for bit the same.
+  graph runs once more on the same inputs: the sample must come out bit for bit the same. After
+  the server calls, one more made as they are is checked in full and repeated, bitwise.
   Nothing of this is inside a timed region but the snapshot nodes, the same in every graph.
 - sanity: no time below the physical floor of the shape.
 Inputs are drawn fresh (unpredictable seed) for every trial; seeds are recorded in `checks`.
@@ -439,8 +440,9 @@ class Judge:
             if "offline" in tc.modes:
                 r = rig(nsets)
                 graphs = {}
-                # Behind every call of every graph a snapshot node, `snapshot_calls` of them armed
-                # per replay: in the candidate's untimed last replay and re-run too, so that these
+                # Behind every call of every graph a snapshot node, each armed independently,
+                # `snapshot_calls` per replay on average: in the candidate's untimed last replay
+                # and re-run too, so that these
                 # look to its calls like any timed replay (an armed node lengthens the gap between
                 # two calls: arming all of them would tell those replays apart).
                 snaps = {n: snapshots.Snapshots(r.sets.C if n == "candidate" else r.sets.Cb, self.stream, nsets)
@@ -492,6 +494,8 @@ class Judge:
                 self.drain_device(Stage.TIMING, timeout)
                 self.check_logs(r.gd, order, {n: 0 for n in order}, {n: tc.server_calls for n in order}, "server")
                 if self.cand:
+                    with self.phase("full_checks"):
+                        self.check_server_call(r, fresh, checked, flush)
                     self.check_harness_buffers(r.sets, regen_a, flush)
                 del r
             if lt is not None:
@@ -611,6 +615,38 @@ class Judge:
             except Failed as f:
                 raise Failed(Stage.TIMING, f"{what}: {f.reason}") from None
         return sample
+
+    def check_server_call(self, r: _Rig, fresh, checked, flush: cp.ndarray) -> None:
+        """One more server call of the candidate, made as the others are (its sets fresh, the chip
+        scrubbed, an idle gap, the L2 flushed), its output checked in full; then the same call on
+        the same inputs (C and workspace fresh, the chip scrubbed): bit for bit the same output.
+        Server calls are held to the full check and the determinism of verification too."""
+        tc, timeout = self.cfg.timing, self.cfg.verify.call_timeout_s
+        i = random.randrange(len(r.sets))
+        g = r.gd["candidate"]
+        with self.stream:
+            fresh(r, "candidate", i)
+            self.wait(Stage.TIMING, timeout)
+            timing.idle(random.expovariate(1.0 / (tc.server_gap_us * 1e-6)) if tc.server_gap_us else 0.0)
+            timing.spin(self.stream, 50)
+            timing.flush_l2(flush)
+            r.core["candidate"](i)
+        checked(r, "candidate", i, 1, final=True)
+        self.check_sets(r.sets, "a server call", [i])
+        kept = r.sets.C[i].copy()
+        with self.stream:
+            g.prep(regen_x=False)
+            guards.scrub()
+            timing.flush_l2(flush)
+            r.core["candidate"](i)
+            self.wait(Stage.TIMING, timeout)
+        self.drain_device(Stage.TIMING, timeout)
+        self.check_between_calls(g, r.sets)
+        ok, st = compare.bitwise(r.sets.C[i], kept)
+        if not ok:
+            self.record("timing", "determinism", set=i, mode="server", **st)
+            raise Failed(Stage.DETERMINISM, f"a server call repeated on identical inputs differs from the one before it "
+                                            f"in {st['differing']} outputs (a race or order-dependent reduction)")
 
     def check_replay_determinism(self, graph, guard: guards.Guard, sets: Sets, sample: list[int],
                                  flush: cp.ndarray, snaps: snapshots.Snapshots) -> None:

@@ -11,10 +11,12 @@ Guarantees:
   call's output, at
   positions drawn under a key, into a buffer of the harness's own (any dtype: bytes are
   compared);
-- every node starts disabled; `arm(graph, k)` before a replay disables the nodes armed last time
-  and enables `k` nodes at positions drawn afresh (all of them with `k` None), each under a new
-  key set into the node's own parameters, so neither where nor when a snapshot is taken exists
-  anywhere while the calls before it run;
+- `arm(graph, k)` before a replay disables the nodes armed last time and arms each node
+  independently with probability k / (number of calls) (every node with `k` None), each under a
+  new key set into the node's own parameters: neither where nor when a snapshot is taken exists
+  anywhere while the calls before it run, and, the count being random, what a call can learn of
+  the snapshots already taken in a replay (an armed node delays the next call) says nothing of
+  those still to come (a fixed count would: after the last one, nothing later is checked);
 - `verify()` after the replay compares each armed snapshot with the same positions of the final C
   (`mismatches()` reads the count): an output that changed after its call ended is a mismatch;
 - every runner's graph gets the same nodes and the same number armed per replay, so the snapshots
@@ -85,13 +87,13 @@ class Snapshots:
         self.nodes.append((driver.capture_tail(self.stream.ptr), i))
         self.live.append(self.nodes[-1][0])
 
-    def arm(self, graph: cp.cuda.Graph, k: int | None) -> None:
-        """Before a replay of `graph`: `k` snapshot nodes armed at fresh positions under fresh keys
-        (every node with `k` None), every other one disabled."""
+    def arm(self, graph: cp.cuda.Graph, k: float | None) -> None:
+        """Before a replay of `graph`: each snapshot node armed with probability k / len(nodes),
+        independently, under a fresh key (every node with `k` None); the others disabled."""
         for node in self.live:
             driver.set_node_enabled(graph.graphExec, node, False)
-        slots = range(len(self.nodes)) if k is None else self.rng.sample(range(len(self.nodes)),
-                                                                         min(k, len(self.nodes)))
+        n = len(self.nodes)
+        slots = range(n) if k is None else [s for s in range(n) if self.rng.random() < k / n]
         snap, _ = _fns()
         self.armed = []
         for slot in slots:

@@ -283,8 +283,12 @@ def _judge(binary, spec_dict, task_id, cfg, sizes, time_it, with_compile) -> dic
         times = timing.offline(cs, graphs, cfg.timing.repeats, timeout,
                                before={n: (lambda n=n: before(n)) for n in names},
                                after={n: (lambda n=n: after(n)) for n in names})
-        # Determinism in timing too: the last replay's inputs again, under fresh poison, replayed
-        # as any timed replay, give the same bits in every set.
+        # Determinism in timing too: a last replay of the candidate's own (a reference's setup may
+        # have come last and refilled every set), then its inputs again, under fresh poison,
+        # replayed as any timed replay: the same bits in every set.
+        before("candidate")
+        graphs["candidate"][0].launch(cs)
+        after("candidate")
         kept = [{b.name: st.sets[i][b.name].clone() for b in task.outputs} for i in range(nsets)]
         before("candidate", inputs=False)
         graphs["candidate"][0].launch(cs)
