@@ -494,7 +494,7 @@ class Judge:
                 self.drain_device(Stage.TIMING, timeout)
                 self.check_logs(r.gd, order, {n: 0 for n in order}, {n: tc.server_calls for n in order}, "server")
                 if self.cand:
-                    with self.phase("full_checks"):
+                    with faults(Stage.TIMING), self.phase("full_checks"):
                         self.check_server_call(r, fresh, checked, flush)
                     self.check_harness_buffers(r.sets, regen_a, flush)
                 del r
