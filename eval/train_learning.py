@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 from cudal2.config import Config  # noqa: E402
 from cudal2.rl.service import RewardService  # noqa: E402
 from cudal2.rl.tasks import general_tasks, prompter  # noqa: E402
-from cudal2.rl.train import grpo, plot, reference_rows, sft  # noqa: E402
+from cudal2.rl.train import grpo, plot, reference_rows, sft, step_metrics  # noqa: E402
 
 TRAIN = ["ew-relu", "ew-square", "ew-tanh", "ew-sigmoid", "ew-exp", "ew-leaky-relu"]
 HELD_OUT = ["ew-relu-squared"]
@@ -120,10 +120,7 @@ def main(out: Path, sft_steps: int, grpo_steps: int, samples: int) -> None:
                             "held_out": sample_and_score(str(out / "grpo" / "final"), cfg, svc, HELD_OUT, samples, 1024)}
     finally:
         svc.close()
-    rows = [json.loads(x) for x in (out / "grpo" / "metrics.jsonl").read_text().splitlines() if "reward" in x]
-    summary["grpo_steps"] = [{k: r.get(k) for k in ("step", "reward", "reward_std", "cudal2/compiled",
-                                                   "cudal2/verified", "cudal2/best_speedup",
-                                                   "cudal2/zero_spread_groups")} for r in rows]
+    summary["grpo_steps"] = step_metrics(out / "grpo")
     summary["plot"] = str(plot(out / "grpo"))
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     print(json.dumps({k: v for k, v in summary.items() if k != "grpo_steps"}, indent=1))

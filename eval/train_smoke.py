@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 from cudal2.config import Config  # noqa: E402
 from cudal2.kernels.family import Limits, get_family  # noqa: E402
 from cudal2.rl.service import RewardService  # noqa: E402
-from cudal2.rl.train import grpo, plot, sft, train_tasks  # noqa: E402
+from cudal2.rl.train import grpo, plot, sft, step_metrics, train_tasks  # noqa: E402
 
 
 def reward_throughput(cfg: Config) -> dict:
@@ -49,10 +49,7 @@ def general(out: Path, cfg: Config, steps: int) -> None:
     tiny = tiny_model(out / "tiny")
     t0 = time.monotonic()
     grpo(cfg, tiny, steps, out / "grpo_general", stage="general")
-    rows = [json.loads(x) for x in (out / "grpo_general" / "metrics.jsonl").read_text().splitlines() if "reward" in x]
-    summary = {"stage": "general", "grpo_s": time.monotonic() - t0,
-               "grpo_steps": [{k: r.get(k) for k in ("step", "reward", "reward_std", "cudal2/compiled",
-                                                     "cudal2/verified", "cudal2/zero_spread_groups")} for r in rows]}
+    summary = {"stage": "general", "grpo_s": time.monotonic() - t0, "grpo_steps": step_metrics(out / "grpo_general")}
     (out / "summary_general.json").write_text(json.dumps(summary, indent=1))
     print(json.dumps(summary, indent=1))
 
@@ -74,10 +71,7 @@ def main(out: Path, sft_steps: int, grpo_steps: int, stage: str = "matmul") -> N
     t0 = time.monotonic()
     grpo(cfg, str(out / "sft" / "final"), grpo_steps, out / "grpo")
     summary["grpo_s"] = time.monotonic() - t0
-    rows = [json.loads(x) for x in (out / "grpo" / "metrics.jsonl").read_text().splitlines() if "reward" in x]
-    summary["grpo_steps"] = [{k: r.get(k) for k in ("step", "reward", "reward_std", "cudal2/compiled",
-                                                   "cudal2/verified", "cudal2/best_speedup",
-                                                   "cudal2/zero_spread_groups")} for r in rows]
+    summary["grpo_steps"] = step_metrics(out / "grpo")
     summary["plot"] = str(plot(out / "grpo"))
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     print(json.dumps({k: v for k, v in summary.items() if k != "reward_throughput"}, indent=1))

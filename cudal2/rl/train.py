@@ -199,24 +199,34 @@ def _has_vllm() -> bool:
         return False
 
 
+STEP_KEYS = ("step", "reward", "reward_std", "cudal2/compiled", "cudal2/verified", "cudal2/best_speedup",
+             "cudal2/zero_spread_groups")
+
+
+def step_metrics(output: Path) -> list[dict]:
+    """Per logged GRPO step of the run in `output`: the reward's mean and std, the fractions that
+    compiled and verified, the best speedup, the fraction of groups with zero reward spread."""
+    rows = [json.loads(x) for x in (output / "metrics.jsonl").read_text().splitlines() if x.strip()]
+    return [{k: r.get(k) for k in STEP_KEYS} for r in rows if "reward" in r]
+
+
 def plot(output: Path) -> Path:
     """The reward curve (mean, with the std band) and the compiled and verified fractions, per step."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    rows = [json.loads(x) for x in (output / "metrics.jsonl").read_text().splitlines() if x.strip()]
-    rows = [r for r in rows if "reward" in r]
+    rows = step_metrics(output)
     steps = [r["step"] for r in rows]
     fig, (a, b) = plt.subplots(2, 1, figsize=(7, 6), sharex=True)
     mean = [r["reward"] for r in rows]
-    std = [r.get("reward_std", 0.0) for r in rows]
+    std = [r["reward_std"] or 0.0 for r in rows]
     a.plot(steps, mean, label="reward mean")
     a.fill_between(steps, [m - s for m, s in zip(mean, std)], [m + s for m, s in zip(mean, std)], alpha=0.2)
     a.set_ylabel("reward")
     a.legend()
     for key, label in (("cudal2/compiled", "compiled"), ("cudal2/verified", "verified"),
                        ("cudal2/zero_spread_groups", "zero-spread groups")):
-        b.plot(steps, [r.get(key, float("nan")) for r in rows], label=label)
+        b.plot(steps, [float("nan") if r[key] is None else r[key] for r in rows], label=label)
     b.set_xlabel("step")
     b.set_ylabel("fraction")
     b.legend()
