@@ -133,7 +133,7 @@ class Evaluator:
         req = JudgeRequest(b.lib_path, b.kind, b.spec, p.M, p.N, p.K, self.cfg, [(s.M, s.N, s.K) for s in full],
                            [(s.M, s.N, s.K) for s in light], time_it)
         t0 = time.monotonic()
-        self._judge(r, self.worker, req)
+        self.judge_request(r, self.worker, req)
         if r.ok and time_it and self._implausible(r, p):
             self._rejudge(r, req)
         if profile and r.ok:
@@ -141,8 +141,10 @@ class Evaluator:
         r.elapsed_s = time.monotonic() - t0 + b.seconds
         return r
 
-    def _judge(self, r: EvalResult, worker: Worker, req: JudgeRequest) -> None:
-        """Run the judge job on `worker` and copy its verdict into `r`."""
+    def judge_request(self, r: EvalResult, worker: Worker, req: JudgeRequest) -> None:
+        """Run the judge job for `req` on `worker` (an already built artifact) and copy its verdict
+        into `r`: the one way from a request to a verdict, for callers that built the artifact
+        themselves (`cudal2 sass` judges reordered cubins)."""
         o = worker.run("cudal2.harness.judge:judge", req)
         if o.ok:
             d = o.value
@@ -190,7 +192,7 @@ class Evaluator:
         first = score(r)
         again = EvalResult(name=r.name, source_hash=r.source_hash, M=r.M, N=r.N, K=r.K)
         with Worker(self.cfg.run.gpu, self.cfg.run.job_timeout_s) as fresh:
-            self._judge(again, fresh, JudgeRequest(**{**req.__dict__, "rejudge": True}))
+            self.judge_request(again, fresh, JudgeRequest(**{**req.__dict__, "rejudge": True}))
         r.checks["rejudge"] = {"first_score": first, "second_score": score(again), "stage": again.stage.value,
                                "reason": again.reason}
         if "harness_traceback" in again.checks:  # the harness's failure, not a verdict: never stored as one

@@ -90,7 +90,7 @@ def _judge(path: Path, e: Entry, source: str, cfg, worker, gpu: str):
     r = EvalResult(name=path.stem, source_hash=source_hash(source), M=p.M, N=p.N, K=p.K)
     r.build = {"kind": "cubin", "spec": e.spec, "device_sha256": manifest.sha256_file(path),
                "resources": e.build.get("resources", {})}
-    Evaluator(cfg, worker=worker, gpu_name=gpu)._judge(r, worker, req)
+    Evaluator(cfg, worker=worker, gpu_name=gpu).judge_request(r, worker, req)
     return r
 
 
