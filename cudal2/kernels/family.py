@@ -47,6 +47,18 @@ def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
+MAX_REGS = 255   # registers a thread can have
+
+
+def ctas_per_sm(smem_bytes: int, regs_est: int, threads: int, lim: Limits) -> int:
+    """CTAs of one kernel resident on an SM at a time: the least of what shared memory (1 KiB
+    reserved per CTA), registers (allocated in 8s) and thread slots allow, at least 1, at most 32."""
+    by_smem = (lim.smem_per_block + 1024) // (smem_bytes + 1024)
+    by_regs = lim.regs_per_sm // (min(MAX_REGS, cdiv(regs_est, 8) * 8) * threads)
+    by_threads = 2048 // threads
+    return max(1, min(by_smem, by_regs, by_threads, 32))
+
+
 class Family:
     name: str = ""
     template: str = ""               # file in cudal2/kernels/templates/

@@ -26,10 +26,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from cudal2.kernels.family import Family, Limits, Params, cdiv, register
+from cudal2.kernels.family import MAX_REGS, Family, Limits, Params, cdiv, ctas_per_sm, register
 from cudal2.problem import Problem
 
-MAX_REGS = 255
 REG_OVERHEAD = 40            # addresses, loop counters, predicates beyond accumulators and fragments
 MAX_LOADS_PER_THREAD = 16    # cp.async chunks per thread per stage (A + B)
 MAX_WORKSPACE = 1 << 30      # split-K partials larger than this are never worth it
@@ -130,10 +129,7 @@ class Sm80(Family):
 
     def occupancy(self, d: dict[str, Any], lim: Limits) -> int:
         """CTAs of one SM at a time, from the derived constants `d` (see `context`)."""
-        by_smem = (lim.smem_per_block + 1024) // (d["SMEM_BYTES"] + 1024)
-        by_regs = lim.regs_per_sm // (min(MAX_REGS, cdiv(d["REGS_EST"], 8) * 8) * d["THREADS"])
-        by_threads = 2048 // d["THREADS"]
-        return max(1, min(by_smem, by_regs, by_threads, 32))
+        return ctas_per_sm(d["SMEM_BYTES"], d["REGS_EST"], d["THREADS"], lim)
 
     def prior(self, params: Params, p: Problem, lim: Limits) -> float:
         d = self.context(params, p)
