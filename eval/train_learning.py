@@ -68,9 +68,9 @@ def small_model(out: Path, corpus: list[str], hidden: int = 256, layers: int = 4
     return str(out)
 
 
-def sample_and_score(model_dir: str, cfg: Config, svc: RewardService, names: list[str], n: int,
-                     max_new: int) -> dict:
-    """`n` sampled completions per task, each scored by the judge: per task and overall."""
+def sample_and_score(model_dir: str, cfg: Config, svc: RewardService, n: int, max_new: int = 1024) -> dict:
+    """`n` sampled completions per task of TRAIN and of HELD_OUT, each scored by the judge: per
+    task and per group (the model loaded once)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
     tok = AutoTokenizer.from_pretrained(model_dir)
@@ -78,17 +78,21 @@ def sample_and_score(model_dir: str, cfg: Config, svc: RewardService, names: lis
     prompt = prompter(cfg)
     by_name = {t.general: t for t in general_tasks()}
     out: dict = {}
-    for name in names:
-        ids = tok.apply_chat_template(prompt(by_name[name]), add_generation_prompt=True, return_tensors="pt").to("cuda")
-        with torch.no_grad():
-            gen = model.generate(ids, do_sample=True, temperature=1.0, max_new_tokens=max_new, num_return_sequences=n,
-                                 pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id)
-        texts = tok.batch_decode(gen[:, ids.shape[1]:], skip_special_tokens=True)
-        parts = svc.score(texts, [name] * n)
-        out[name] = {"verified": sum(p.verified for p in parts) / n,
-                     "reward": sum(p.reward or 0.0 for p in parts) / n,
-                     "stages": sorted({p.stage for p in parts})}
-    out["all"] = {k: sum(out[x][k] for x in names) / len(names) for k in ("verified", "reward")}
+    for group, names in (("train", TRAIN), ("held_out", HELD_OUT)):
+        rows: dict = {}
+        for name in names:
+            ids = tok.apply_chat_template(prompt(by_name[name]), add_generation_prompt=True,
+                                          return_tensors="pt").to("cuda")
+            with torch.no_grad():
+                gen = model.generate(ids, do_sample=True, temperature=1.0, max_new_tokens=max_new,
+                                     num_return_sequences=n, pad_token_id=tok.pad_token_id,
+                                     eos_token_id=tok.eos_token_id)
+            parts = svc.score(tok.batch_decode(gen[:, ids.shape[1]:], skip_special_tokens=True), [name] * n)
+            rows[name] = {"verified": sum(p.verified for p in parts) / n,
+                          "reward": sum(p.reward or 0.0 for p in parts) / n,
+                          "stages": sorted({p.stage for p in parts})}
+        rows["all"] = {k: sum(rows[x][k] for x in names) / len(names) for k in ("verified", "reward")}
+        out[group] = rows
     return out
 
 
@@ -106,8 +110,7 @@ def main(out: Path, sft_steps: int, grpo_steps: int, samples: int) -> None:
     summary["sft_s"] = time.monotonic() - t0
     svc = RewardService(cfg)
     try:
-        summary["before"] = {"train": sample_and_score(str(out / "sft" / "final"), cfg, svc, TRAIN, samples, 1024),
-                             "held_out": sample_and_score(str(out / "sft" / "final"), cfg, svc, HELD_OUT, samples, 1024)}
+        summary["before"] = sample_and_score(str(out / "sft" / "final"), cfg, svc, samples)
         print(json.dumps(summary["before"], indent=1), flush=True)
         t0 = time.monotonic()
         grpo(cfg, str(out / "sft" / "final"), grpo_steps, out / "grpo", stage="general", tasks=TRAIN, service=svc)
@@ -116,8 +119,7 @@ def main(out: Path, sft_steps: int, grpo_steps: int, samples: int) -> None:
         svc.close()
     svc = RewardService(cfg)   # grpo closes the service it is given
     try:
-        summary["after"] = {"train": sample_and_score(str(out / "grpo" / "final"), cfg, svc, TRAIN, samples, 1024),
-                            "held_out": sample_and_score(str(out / "grpo" / "final"), cfg, svc, HELD_OUT, samples, 1024)}
+        summary["after"] = sample_and_score(str(out / "grpo" / "final"), cfg, svc, samples)
     finally:
         svc.close()
     summary["grpo_steps"] = step_metrics(out / "grpo")
