@@ -190,16 +190,19 @@ def _judge(binary, spec_dict, task_id, cfg, sizes, time_it, with_compile) -> dic
             except cp.cuda.runtime.CUDARuntimeError as e:
                 raise TaskFailed(stage, f"CUDA error: {e}") from None
 
-        def checked(st: _Setup, i: int, stage: str) -> None:
-            if not st.inputs_intact(i):
+        def checked(st: _Setup, stage: str) -> None:
+            """Every set's inputs as their seeds give them, the arena's background (one check
+            covers every set), then every set's outputs."""
+            if not all(st.inputs_intact(i) for i in range(st.n)):
                 raise TaskFailed("inputs", "the call modified an input")
             try:   # the GEMM judge's arena check and message
                 check_arena(st.arena, lambda j: st.names[j], "")
             except Failed as f:
                 raise TaskFailed("canary", f.reason) from None
-            ok, why = st.check_outputs(i)
-            if not ok:
-                raise TaskFailed(stage, why)
+            for i in range(st.n):
+                ok, why = st.check_outputs(i)
+                if not ok:
+                    raise TaskFailed(stage, why if st.n == 1 else f"set {i}: {why}")
 
         # --- verification ---------------------------------------------------------------------
         st = _Setup(task, sizes, ws_bytes, 1, cfg.verify.guard_bytes)
@@ -210,7 +213,7 @@ def _judge(binary, spec_dict, task_id, cfg, sizes, time_it, with_compile) -> dic
             torch.cuda.empty_cache()   # torch's cached free blocks too: unmapped, nothing to keep things in
             call(st, 0, "verify")
             settle("verify")
-            checked(st, 0, "verify")
+            checked(st, "verify")
         # Determinism: the last trial's inputs again, under fresh poison, give the same bits.
         first = {b.name: st.sets[0][b.name].cpu() for b in task.outputs}   # on the host: out of a call's reach
         st.fill(0, inputs=False)
@@ -271,8 +274,7 @@ def _judge(binary, spec_dict, task_id, cfg, sizes, time_it, with_compile) -> dic
                 for s in snaps:
                     s.verify()
                 settle("timing")
-                for j in range(nsets):
-                    checked(st, j, "timing")
+                checked(st, "timing")
                 late = sum(s.mismatches() for s in snaps)
                 if late:
                     raise TaskFailed("timing", f"{late} output bytes sampled the moment their call ended differ from "
