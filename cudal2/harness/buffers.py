@@ -30,6 +30,7 @@ from typing import Sequence
 import cupy as cp
 import numpy as np
 
+from cudal2.harness import rawkernels
 from cudal2.harness.guards import PRF_SRC
 
 PAGE = 2 << 20  # the driver maps device memory in 2 MiB pages
@@ -58,16 +59,6 @@ extern "C" __global__ void cudal2_background_check(const u64* w, long long words
     if (bad) { atomicAdd(&out[0], bad); atomicMax(&out[1], ~first); }   // out[1]: ~(first offset), 0 for none
 }
 """
-_module: cp.RawModule | None = None
-
-
-def _kernels() -> cp.RawModule:
-    global _module
-    if _module is None:
-        _module = cp.RawModule(code=_SRC)
-    return _module
-
-
 def _blocks(words: int) -> int:
     return int(min(4096, max(1, -(-words // 256))))
 
@@ -95,7 +86,7 @@ class Arena:
         self._start = cp.asarray(np.array([b[0] for b in bounds], dtype=np.int64))
         self._end = cp.asarray(np.array([b[1] for b in bounds], dtype=np.int64))
         words = self.nbytes // 8
-        _kernels().get_function("cudal2_background")((_blocks(words),), (256,),
+        rawkernels.function(_SRC, "cudal2_background")((_blocks(words),), (256,),
                                                      (self.raw, np.int64(words), np.uint64(self.seed)))
 
     def ptr(self, i: int) -> int:
@@ -109,7 +100,7 @@ class Arena:
         """(bytes of the background that changed, offset of the first, or -1); reads back (syncs)."""
         out = cp.zeros(2, dtype=cp.uint64)   # a memset, not a copy from the host
         words = self.nbytes // 8
-        _kernels().get_function("cudal2_background_check")(
+        rawkernels.function(_SRC, "cudal2_background_check")(
             (_blocks(words),), (256,), (self.raw, np.int64(words), np.uint64(self.seed), self._start, self._end,
                                         np.int32(len(self.sizes)), out))
         bad, inv = (int(v) for v in out.get())

@@ -32,6 +32,8 @@ from dataclasses import dataclass
 import cupy as cp
 import numpy as np
 
+from cudal2.harness import rawkernels
+
 SAMPLES = 32  # outputs checked per set per check, one block each
 
 PRF_SRC = r"""
@@ -264,24 +266,9 @@ SIGN_BLOCK = 128  # 'signed' flips sign every this many columns (k), or every K/
 _MASK = 2**64 - 1
 
 _OPTIONS = ("-std=c++17", f"-DLOCAL_WORDS={LOCAL_BYTES // 4}")
-_module: cp.RawModule | None = None
-
-
-def _kernels() -> cp.RawModule:
-    global _module
-    if _module is None:
-        _module = cp.RawModule(code=_SRC, options=_OPTIONS)
-    return _module
-
-
-_functions: dict[str, cp.RawKernel] = {}
-
-
 def _fn(name: str):
-    """A kernel of the module, looked up once (a lookup costs about as much as a launch)."""
-    if name not in _functions:
-        _functions[name] = _kernels().get_function(name)
-    return _functions[name]
+    """A kernel of this module's source (compiled and looked up once: `rawkernels`)."""
+    return rawkernels.function(_SRC, name, _OPTIONS)
 
 
 def new_key() -> np.uint64:
@@ -461,8 +448,7 @@ class Scrubber:
         self.shared = cp.RawKernel(_SRC, "cudal2_scrub_shared", options=_OPTIONS)
         self.shared.max_dynamic_shared_size_bytes = self.smem
         self.shared.preferred_shared_memory_carveout = 100
-        m = _kernels()
-        self.local, self.regs = m.get_function("cudal2_scrub_local"), m.get_function("cudal2_scrub_regs")
+        self.local, self.regs = _fn("cudal2_scrub_local"), _fn("cudal2_scrub_regs")
 
     def __call__(self) -> None:
         key = new_key()

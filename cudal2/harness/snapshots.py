@@ -35,7 +35,7 @@ import secrets
 import cupy as cp
 import numpy as np
 
-from cudal2.harness import driver
+from cudal2.harness import driver, rawkernels
 from cudal2.harness.guards import PRF_SRC
 
 SAMPLES = 256     # bytes per snapshot: a call that leaves 1% of its output to later calls is seen 92% of the time
@@ -51,15 +51,12 @@ extern "C" __global__ void cudal2_snap_check(const unsigned char* C, long long n
         if (C[prf(key, (u64)t) % (u64)nbytes] != snap[t]) atomicAdd(bad, 1u);
 }
 """
-_kernels: tuple | None = None
+_OPTIONS = (f"-DSAMPLES={SAMPLES}",)
 
 
 def _fns():
-    global _kernels
-    if _kernels is None:
-        m = cp.RawModule(code=_SRC, options=(f"-DSAMPLES={SAMPLES}",))
-        _kernels = m.get_function("cudal2_snap"), m.get_function("cudal2_snap_check")
-    return _kernels
+    """(snapshot, check) kernels (compiled and looked up once: `rawkernels`)."""
+    return tuple(rawkernels.function(_SRC, n, _OPTIONS) for n in ("cudal2_snap", "cudal2_snap_check"))
 
 
 class Snapshots:

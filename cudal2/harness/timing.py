@@ -36,6 +36,7 @@ import cupy as cp
 import numpy as np
 from cupy.cuda import runtime
 
+from cudal2.harness import rawkernels
 from cudal2.result import Timing
 
 Runner = Callable[[int], None]   # enqueue one call on input set i (raises on a bad status)
@@ -143,17 +144,12 @@ extern "C" __global__ void cudal2_discard_l2(const char* x, long long lines) {
         asm volatile("discard.global.L2 [%0], 128;" :: "l"(x + i * 128) : "memory");
 }
 """
-_flush_module: tuple | None = None   # (flush, discard) kernels
 
 
 def flush_l2(buf: cp.ndarray) -> None:
     """Enqueue on the current stream: the L2 emptied of earlier work (see the module docstring).
     `buf` is a byte buffer of at least 2x the L2, 128-byte aligned (a fresh cupy allocation)."""
-    global _flush_module
-    if _flush_module is None:
-        m = cp.RawModule(code=_FLUSH_SRC)
-        _flush_module = m.get_function("cudal2_flush_l2"), m.get_function("cudal2_discard_l2")
-    flush, discard = _flush_module
+    flush, discard = (rawkernels.function(_FLUSH_SRC, n) for n in ("cudal2_flush_l2", "cudal2_discard_l2"))
     flush((1056,), (256,), (buf, np.int64(buf.nbytes // 16), np.uint64(0)))
     discard((1056,), (256,), (buf, np.int64(buf.nbytes // 128)))
     buf.fill(0)
