@@ -82,7 +82,8 @@ def faults(stage: Stage):
         yield
     except timing.Hang as e:
         raise Failed(stage, f"hang: {e}", Fault.HANG) from None
-    except cp.cuda.runtime.CUDARuntimeError as e:
+    except (cp.cuda.runtime.CUDARuntimeError, cp.cuda.driver.CUDADriverError) as e:
+        # (a harness kernel launched behind a faulting candidate call reports its error through the driver API)
         raise Failed(stage, f"CUDA error: {e}", Fault.CUDA_ERROR) from None
 
 
@@ -477,7 +478,7 @@ class Judge:
                 self.drain_device(Stage.TIMING, timeout)
                 self.check_logs(r.gd, order, {n: 0 for n in order}, expected, "offline", snaps)
                 if self.cand:
-                    with self.phase("full_checks"):
+                    with faults(Stage.TIMING), self.phase("full_checks"):
                         sample = self.check_sets(r.sets, "offline timed calls", range(nsets))
                         self.check_replay_determinism(graphs["candidate"][0], r.gd["candidate"], r.sets, sample, flush,
                                                       snaps["candidate"])

@@ -19,8 +19,9 @@ Guarantees:
   those still to come (a fixed count would: after the last one, nothing later is checked);
 - `verify()` after the replay compares each armed snapshot with the same positions of the final C
   (`mismatches()` reads the count): an output that changed after its call ended is a mismatch;
-- every runner's graph gets the same nodes and the same number armed per replay, so the snapshots
-  cost every runner the same (one small kernel per armed node; a disabled node is an empty node).
+- every runner's graph gets the same nodes, armed with the same probabilities, so the snapshots
+  cost every runner the same on average (one small kernel per armed node; a disabled node is an
+  empty node).
 
 Does not: check values (the spot checks do), cover calls outside offline graphs (the server
 mode's calls are each scrubbed before and checked after), or choose how many to arm.

@@ -187,7 +187,7 @@ def _judge(binary, spec_dict, task_id, cfg, sizes, time_it, with_compile) -> dic
                 cp.cuda.runtime.deviceSynchronize()
             except timing.Hang as e:
                 raise TaskFailed(stage, f"hang: {e}") from None
-            except cp.cuda.runtime.CUDARuntimeError as e:
+            except (cp.cuda.runtime.CUDARuntimeError, cp.cuda.driver.CUDADriverError) as e:
                 raise TaskFailed(stage, f"CUDA error: {e}") from None
 
         def checked(st: _Setup, stage: str) -> None:
@@ -271,9 +271,9 @@ def _judge(binary, spec_dict, task_id, cfg, sizes, time_it, with_compile) -> dic
         def after(n: str) -> None:
             """After a candidate replay: every set's inputs and outputs, the arena, the snapshots."""
             if n == "candidate":
+                settle("timing")   # first: a fault of the candidate's surfaces here, as its own
                 for s in snaps:
                     s.verify()
-                settle("timing")
                 checked(st, "timing")
                 late = sum(s.mismatches() for s in snaps)
                 if late:
