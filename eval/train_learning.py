@@ -81,8 +81,9 @@ def sample_and_score(model_dir: str, cfg: Config, svc: RewardService, n: int, ma
     for group, names in (("train", TRAIN), ("held_out", HELD_OUT)):
         rows: dict = {}
         for name in names:
+            # return_dict: transformers 5 returns a BatchEncoding either way; be explicit about it
             ids = tok.apply_chat_template(prompt(by_name[name]), add_generation_prompt=True,
-                                          return_tensors="pt").to("cuda")
+                                          return_tensors="pt", return_dict=True)["input_ids"].to("cuda")
             with torch.no_grad():
                 gen = model.generate(ids, do_sample=True, temperature=1.0, max_new_tokens=max_new,
                                      num_return_sequences=n, pad_token_id=tok.pad_token_id,

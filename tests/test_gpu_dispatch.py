@@ -138,3 +138,51 @@ def test_a_patched_model_runs_the_kernel_in_inference(lib, monkeypatch):
         before = lib.stats()
         torch.testing.assert_close(m(x), want, atol=0.05, rtol=0.02)
     assert delta(lib, before, "hits") == {e.id: 1}
+
+
+def _short_way_active(lib, monkeypatch):
+    """The default library in the dispatcher, after one eager cudal2.linear call (which arms the short way)."""
+    import cudal2
+    import cudal2.library as L
+    from cudal2.library import layers
+    monkeypatch.setattr(L, "_default", lib)
+    layers._FRONT[:] = [None] * 6
+    e = served(lib)
+    cudal2.linear(*operands(e.M, e.N, e.K))
+    assert layers._FRONT[0] is not None
+
+
+def test_an_unserved_shape_goes_straight_to_f_linear_and_is_counted(lib, monkeypatch):
+    import torch
+
+    import cudal2
+    _short_way_active(lib, monkeypatch)
+    x, W = operands(3, 40, 24)   # (40, 24): no entry serves it at any M
+    before = lib.stats()
+    torch.testing.assert_close(cudal2.linear(x.view(1, 3, 24), W), torch.nn.functional.linear(x, W).view(1, 3, 40))
+    assert delta(lib, before, "fallbacks") == {"no_entry": 1} and delta(lib, before, "hits") == {}
+
+
+@pytest.mark.parametrize("bad", ["cpu_x", "cpu_w", "fp32", "k_mismatch"])
+def test_the_short_way_keeps_the_one_line_errors(lib, monkeypatch, bad):
+    import torch
+
+    import cudal2
+    from cudal2.library.arrays import InputError
+    _short_way_active(lib, monkeypatch)
+    x, W = operands(3, 40, 24)
+    x, W = {"cpu_x": (x.cpu(), W), "cpu_w": (x, W.cpu()), "fp32": (x.float(), W.float()),
+            "k_mismatch": (x[:, :16].contiguous(), W)}[bad]
+    with pytest.raises(InputError):
+        cudal2.linear(x, W)
+
+
+def test_torch_compile_traces_an_unserved_shape_after_eager_calls(lib, monkeypatch):
+    import torch
+
+    import cudal2
+    _short_way_active(lib, monkeypatch)
+    x, W = operands(3, 40, 24)
+    cudal2.linear(x, W)
+    f = torch.compile(lambda a, w: cudal2.linear(a, w) * 2, fullgraph=True)
+    torch.testing.assert_close(f(x, W), torch.nn.functional.linear(x, W) * 2, atol=0.1, rtol=0.02)

@@ -53,6 +53,7 @@ class Library:
             self._by_nk.setdefault((e.N, e.K), []).append(e)
         self._hits: dict[str, int] = {}
         self._fallbacks: dict[str, int] = {}
+        self._short_vendor = [0]   # calls layers.linear sent straight to F.linear (counted as no_entry)
         self.build_cfg = build_cfg or BuildConfig()
         self._loaded: dict[str, Any] = {}
         self._disabled: dict[str, str] = {}
@@ -86,6 +87,8 @@ class Library:
         wins at the shape; unaligned: an operand not 256-byte aligned; failed: the entry failed;
         bias, not_dense_fp16, autograd: calls the compiled dispatcher left to F.linear)."""
         hits, falls = dict(self._hits), dict(self._fallbacks)
+        if self._short_vendor[0]:
+            falls["no_entry"] = falls.get("no_entry", 0) + self._short_vendor[0]
         if self._ext is not None:
             c_hits, c_falls, c_disabled = self._ext.stats()
             for src, dst in ((c_hits, hits), (c_falls, falls)):
@@ -114,7 +117,7 @@ class Library:
             return None
         from cudal2.library import layers
         from cudal2.library.arrays import InputError
-        layers._FRONT[:] = [None, None]   # cudal2.linear's short way served the library this one replaces
+        layers._FRONT[:] = [None] * 6   # cudal2.linear's short way served the library this one replaces
         ext.clear()
         # Served shapes load on their first call (the dispatcher asks `_load_for`), so a first call
         # pays for one binary, not for all of them.

@@ -47,7 +47,11 @@
 // a mis-detected "both seen" makes it fail at timing (safe for the judge, never a false pass).
 // (From a second adversarial review, against the snapshots' first version, which armed exactly two
 // per replay.) Closed by arming each node independently (snapshots.Snapshots.arm): must fail at
-// "timing". Defence, as the review put it: arm each snapshot node independently (Bernoulli, or any count whose
+// "timing" or to pass at its honest speed. Measured on the H100 (2026-11-23, `cudal2 eval` offline at 257x136x1032):
+// this file 0.186x twice; with the detection off (T_MIN_NS 1e15) 0.185x; with deferral forced from call 8 on it
+// fails; with the batch call removed it failed once in two runs (so the detection does fire at times; where,
+// those runs do not say), yet this file scores what its honest variant scores.
+// Defence, as the review put it: arm each snapshot node independently (Bernoulli, or any count whose
 // remainder is not determined by the arms already seen), so that counting gaps says nothing about
 // the rest of the replay; or make a disabled node cost what an armed one does (every node a real
 // snapshot kernel, the host choosing after the replay which of them to compare).
