@@ -33,22 +33,43 @@ def per_call_us(f, n: int) -> float:
     return t / n * 1e6
 
 
+def _py_frame(x, w, bias=None):
+    return torch.nn.functional.linear(x, w, bias)
+
+
+def _py_is_compiling(x, w, bias=None):
+    if not torch.compiler.is_compiling():
+        return torch.nn.functional.linear(x, w, bias)
+    return None
+
+
 def main(out: Path) -> None:
     lib = Library(resource("kernels_out") / "sm90")
     cudal2.library._default = lib
     e = min((x for x in lib.served if x.binary), key=lambda x: x.M * x.N * x.K)
     rows = {}
-    for label, (M, N, K) in (("served " + e.id, (e.M, e.N, e.K)), ("unserved 96x96x96", (96, 96, 96))):
+    for label, (M, N, K) in (("served " + e.id, (e.M, e.N, e.K)), ("unserved 96x96x96", (96, 96, 96)),
+                             ("unserved 512x1024x1024", (512, 1024, 1024))):
         x = torch.randn(M, K, device="cuda", dtype=torch.float16)
         w = torch.randn(N, K, device="cuda", dtype=torch.float16)
-        ours = lambda: cudal2.linear(x, w)               # noqa: E731
-        theirs = lambda: torch.nn.functional.linear(x, w)  # noqa: E731
-        for f in (ours, theirs):
+        F = torch.nn.functional
+        ext = lib.compiled()
+        paths = {   # what a call costs on the host, from F.linear up to the library's own front door
+            "F_linear": lambda: F.linear(x, w),
+            "py_frame": lambda: _py_frame(x, w),               # any Python API's floor: one more frame
+            "py_is_compiling": lambda: _py_is_compiling(x, w),  # the frame plus torch.compile's check
+            "cpp_front": lambda: ext.front(x, w, None),        # the dispatcher's pybind front door
+            "cudal2_linear": lambda: cudal2.linear(x, w),       # the public API
+        }
+        for f in paths.values():
             per_call_us(f, 2000)
-        pairs = [(per_call_us(ours, 20000), per_call_us(theirs, 20000)) for _ in range(7)]
-        rows[label] = {"cudal2_us": statistics.median(p[0] for p in pairs),
-                       "F_linear_us": statistics.median(p[1] for p in pairs),
-                       "extra_us": statistics.median(p[0] - p[1] for p in pairs), "stats": lib.stats()}
+        runs = {k: [] for k in paths}
+        for _ in range(7):   # interleaved rounds: drifts in the host's speed hit every path alike
+            for k, f in paths.items():
+                runs[k].append(per_call_us(f, 20000))
+        med = {k: statistics.median(v) for k, v in runs.items()}
+        rows[label] = {"us_per_call": med, "extra_us_vs_F_linear": {k: v - med["F_linear"] for k, v in med.items()},
+                       "stats": lib.stats()}
     print(json.dumps(rows, indent=1))
     out.write_text(json.dumps(rows, indent=1))
 

@@ -98,7 +98,7 @@ def _common_args(cfg: Config, output: Path, steps: int, progress: bool = False) 
     cuda = torch.cuda.is_available()
     return dict(output_dir=str(output), max_steps=steps, learning_rate=cfg.train.learning_rate, logging_steps=1,
                 save_steps=cfg.train.save_steps, report_to=[], use_cpu=not cuda,
-                bf16=cuda and torch.cuda.is_bf16_supported(), gradient_checkpointing=False, seed=0,
+                bf16=cfg.train.bf16 and cuda and torch.cuda.is_bf16_supported(), gradient_checkpointing=False, seed=0,
                 disable_tqdm=progress)   # the rich display replaces tqdm's bar
 
 

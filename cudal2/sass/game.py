@@ -188,6 +188,7 @@ class Game:
         self._gains: dict[str, float] = {}
         self.layout = list(range(self.n))
         self._swap_ok: dict[int, dict[int, bool]] = {}   # block -> {upper position of a pair: legal}
+        self.rejections: list[dict] = []   # the first schedules the GPU refused (orders and why)
 
     # --- state -------------------------------------------------------------------------------
 
@@ -314,8 +315,10 @@ class Game:
         self.stats.measured += 1
         try:
             g = float(self.measure(data))
-        except Rejected:
+        except Rejected as err:
             self.stats.gpu_failed += 1
+            if len(self.rejections) < 5:   # the checker allowed it and the GPU did not: evidence to mend the checker
+                self.rejections.append({"orders": {str(b): o for b, o in self.orders().items()}, "reason": str(err)})
             return None
         finally:
             self.stats.measure_s += time.monotonic() - t0

@@ -122,6 +122,8 @@ def play(e: Entry, folder: Path, cfg, gpu: str, agent: str = "greedy", budget_s:
             measure.close()
         t_gpu += game.stats.measure_s
         summary = {k: v for k, v in res.to_dict().items() if k != "trace"}
+        if game.rejections:
+            summary["rejections"] = game.rejections
         out = Outcome(e.id, "no gain", agent=summary, gpu_s=t_gpu)
         if not res.reproduced:
             out.detail = (f"best gain {res.gain:+.2%}, again {res.gain_repeat:+.2%}" if res.gain_repeat is not None
