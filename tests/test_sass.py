@@ -336,6 +336,27 @@ def test_checker_keeps_stall_distances_until_a_latency_table_exists(unrolled):
     assert any(capped.swap(i) for i in pairs)
 
 
+PROLOGUE = SHIPPED / "128x64x128-sm80-db904d0e5c.cubin"
+
+
+def test_checker_keeps_two_cycles_between_a_scoreboard_setter_and_its_waiter():
+    # On the H100 (eval/results/sass_audit_h100_2026-11-23.json) every schedule that put this
+    # kernel's `USHF.L.U32 UR4, UR4, ...` (waiting on SB2) one stall cycle after `S2UR UR4,
+    # SR_CTAID.Y` (setting SB2) faulted with an illegal address: the wait passed before the
+    # scoreboard was armed and the shift read a stale UR4. Order and registers allow the move.
+    c = Cubin.read(PROLOGUE)
+    listing = disasm.disassemble(c)["sm80_hgemm"]
+    ch = Checker(listing, c.kernels["sm80_hgemm"])
+    ins, b = listing.instrs, listing.blocks[0]
+    s2ur = next(i for i in b.indices if ins[i].text.startswith("S2UR UR4"))
+    ushf = next(i for i in b.indices if ins[i].text.startswith("USHF.L.U32 UR4, UR4"))
+    assert ins[s2ur].ctrl.sets & ins[ushf].ctrl.waits and ins[s2ur].ctrl.stall == 1
+    order = [i for i in b.indices if i != ushf]
+    order.insert(order.index(s2ur) + 1, ushf)      # the wait at once after its setter
+    v = ch.check(b, order)
+    assert not v and "armed too late" in v.reason
+
+
 def _oracle(listing, block, order, cap):
     """What a legal order must preserve, computed from sequences rather than the checker's edges:
     each read sees the same writer, each register ends with the same writer, each wait follows
@@ -369,6 +390,11 @@ def _oracle(listing, block, order, cap):
             if readers:
                 c = readers[0]
                 assert new[3][c] - new[3][p] >= min(old[3][c] - old[3][p], cap)
+    for w in block.indices:   # a wait issued too soon after its scoreboard's setter passes early
+        for sb in ins[w].ctrl.waits:
+            for p in block.indices:
+                if p < w and sb in ins[p].ctrl.sets:
+                    assert new[3][w] - new[3][p] >= min(old[3][w] - old[3][p], 2)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

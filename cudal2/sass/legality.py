@@ -20,6 +20,8 @@ Rules ("keep order": the one above stays above):
    every wait that lay between them (one of them is its guard). Across blocks: a register that a
    variable-latency instruction elsewhere may still be writing or reading (forward dataflow over
    the CFG, predicated writes killing nothing) is touched only below every earlier wait in the block.
+   And a waiter stays at least min(old, 2) stall cycles below each setter of its scoreboard (a
+   scoreboard is armed a cycle after its setter issues; measured on the H100 with eval/sass_audit.py).
 5. Stall distances, the rule that stands until an sm_90 latency table exists. For a producer P
    without a write scoreboard, B(P) is the smallest old stall distance from P to a reader of its
    result (in its block or at the head of a successor): the original was correct, so P's latency
@@ -53,6 +55,7 @@ from cudal2.sass.cubin import Kernel
 from cudal2.sass.disasm import Block, Listing
 
 INF = float("inf")
+SB_ARM_CYCLES = 2   # stall cycles from a scoreboard's setter to the first instruction that may wait on it
 
 
 @dataclass(frozen=True)
@@ -251,6 +254,27 @@ class Checker:
                 for w in waiting:
                     if s != w:
                         R.keep(min(s, w), max(s, w), f"scoreboard setter/waiter SB{sb}")
+        # Rule 4b: a scoreboard is armed a cycle after its setter issues, so a wait issued sooner
+        # passes before the result exists (on the H100: S2UR then at once a wait on its SB read a
+        # stale UR4, an illegal address, in 10 of 10 such schedules and in none of 37 others).
+        # Setter to waiter keeps min(old, SB_ARM_CYCLES) stall cycles, pinned ends included; a
+        # setter near the block's end and a waiter near its start keep the same to the boundary.
+        for sb in range(6):
+            setters = [i for i in idx if sb in ins[i].ctrl.sets]
+            waiting = [i for i in idx if sb in ins[i].ctrl.waits]
+            for s in setters:
+                later = [w for w in waiting if w > s]
+                for w in later:
+                    R.at_least(s, w, min(dist(s, w), SB_ARM_CYCLES),
+                               f"scoreboard SB{sb} set at {ins[s].offset:#06x} is armed too late for the wait "
+                               f"at {ins[w].offset:#06x}")
+                if not later:
+                    R.at_least(s, None, min(self.tail[s], SB_ARM_CYCLES),
+                               f"scoreboard SB{sb} set at {ins[s].offset:#06x}: cycles to the block end")
+            for w in waiting:
+                if not any(s < w for s in setters):
+                    R.at_least(None, w, min(self.head[w], SB_ARM_CYCLES),
+                               f"a wait on SB{sb} at {ins[w].offset:#06x}: cycles from the block start")
         var = [i for i in free if cls[i].variable]
         for k, a in enumerate(var):
             for b in var[k + 1:]:
