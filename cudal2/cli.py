@@ -319,7 +319,7 @@ def library_bench(root: Optional[Path] = LibOpt, arch: Optional[str] = ArchOpt, 
 @app.command()
 def sass(entry: Optional[str] = typer.Option(None, "--entry", help="A library entry id (or a unique prefix)."),
          all_: bool = typer.Option(False, "--all", help="Every entry that ships a cubin, sm80 family first."),
-         agent: str = typer.Option("greedy", help="greedy or anneal."),
+         agent: str = typer.Option("greedy", help="greedy, anneal or ppo."),
          budget_minutes: float = typer.Option(5.0, "--budget-minutes", help="Search time per entry, in minutes "
                                               "(the bitwise check and the judge come on top)."),
          min_gain: float = typer.Option(0.01, "--min-gain", help="A schedule counts only if it is this much faster "
@@ -336,7 +336,7 @@ def sass(entry: Optional[str] = typer.Option(None, "--entry", help="A library en
     from cudal2.sass.agents import AGENTS
     from cudal2.sass.run import SassError, play, select
     if agent not in AGENTS:
-        fail(f"--agent {agent!r}: choose {' or '.join(AGENTS)}")
+        fail(f"--agent {agent!r}: choose one of {', '.join(AGENTS)}")
     if budget_minutes <= 0:
         fail("--budget-minutes must be positive")
     if max_latency is not None and max_latency < 1:

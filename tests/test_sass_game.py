@@ -1,11 +1,13 @@
 """cudal2.sass.game and cudal2.sass.agents on real compiled kernels, CPU only: the action mask is
 the checker's verdict in every state the game reaches, moves the mask refuses are refused,
 features follow the state, measurements are cached and counted, a GPU refusal is counted and
-ends an episode, and an agent run returns a legal order whose patched cubin disassembles to it.
+ends an episode, an agent run (greedy, anneal, PPO) returns a legal order whose patched cubin
+disassembles to it, and PPO's policy learns a preference it can see.
 
-The reward here comes from `fake_measure`, a TEST DOUBLE: a deterministic function of the
-patched bytes (an arbitrary fixed preference). It stands in for the GPU timing of `sass.verify`
-and exists only in these tests."""
+The reward here comes from TEST DOUBLES: `fake_measure`, a deterministic function of the patched
+bytes (an arbitrary fixed preference), and in the PPO test a preference for variable-latency
+instructions moved up. They stand in for the GPU timing of `sass.verify` and exist only in
+these tests."""
 
 import json
 import random
@@ -164,7 +166,7 @@ def test_a_gpu_refusal_is_counted_and_ends_the_episode(looped):
     assert game.stats.gpu_failed == 1 and game.stats.measured == 1
 
 
-@pytest.mark.parametrize("agent", ["greedy", "anneal"])
+@pytest.mark.parametrize("agent", ["greedy", "anneal", "ppo"])
 def test_agent_returns_a_legal_order_whose_patched_cubin_disassembles_to_it(looped, agent):
     game = Game(looped, fake_measure_for(looped), max_latency=32)
     budget = agents.Budget(measurements=40)
@@ -196,3 +198,18 @@ def test_replay_refuses_an_illegal_schedule(looped):
     b = next(b for b in game.listing.blocks if len(b) > 4)
     with pytest.raises(IllegalMove):
         replay(looped, game.kernel, {b.index: list(b.indices)[::-1]})
+
+
+def test_ppo_learns_to_pick_moves_that_pay(looped):
+    # TEST DOUBLE for the GPU measure, one a policy can learn from its features: 0.1% per slot a
+    # variable-latency instruction moved up (per slot down: -0.1%). A random legal move averages
+    # about 0; PPO's later batches must pay more than its first ones, and more than nothing.
+    game = Game(looped, None, max_latency=32)
+    variable = [c.variable for c in game.checker.cls]
+    game.measure = lambda _: 0.001 * sum(i - p for p, i in enumerate(game.layout) if variable[i])
+    curve = []
+    agents.AGENTS["ppo"](game, agents.Budget(measurements=300), min_gain=0.001, seed=0,
+                         on_update=lambda k, r: curve.append(r))
+    assert len(curve) >= 8
+    first, last = sum(curve[:3]) / 3, sum(curve[-3:]) / 3
+    assert last > 0.0002 and last > first + 0.0002

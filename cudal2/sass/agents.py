@@ -1,4 +1,4 @@
-"""Agents for the assembly game: greedy and simulated annealing over `game.Game`.
+"""Agents for the assembly game: greedy and simulated annealing over `game.Game` (PPO: `ppo.py`).
 
     result = greedy(game, Budget(seconds=600))      # or anneal(game, Budget(measurements=200))
     result.orders, result.gain, result.gain_repeat, result.reproduced, result.stats
@@ -24,8 +24,7 @@ Guarantees:
 - deterministic given `seed` and a deterministic `measure`.
 
 Does not:
-- PPO. The game exposes what a policy needs (`Game.features()`, `Game.mask()`, `Game.step()`);
-  no policy is trained here yet;
+- PPO: that agent is `cudal2.sass.ppo` (torch), registered here as "ppo";
 - estimate noise: `min_step` and `min_gain` are the caller's (`cudal2 sass` sets them from
   the repeat spread it reports).
 """
@@ -176,4 +175,9 @@ def anneal(game: Game, budget: Budget, t_start: float = 0.01, t_end: float = 0.0
     return _finish("anneal", game, top, min_gain, since, trace)
 
 
-AGENTS = {"greedy": greedy, "anneal": anneal}
+def _ppo(game: Game, budget: Budget, **kw) -> AgentResult:
+    from cudal2.sass.ppo import ppo   # torch, imported only when this agent plays
+    return ppo(game, budget, **kw)
+
+
+AGENTS = {"greedy": greedy, "anneal": anneal, "ppo": _ppo}
