@@ -172,6 +172,8 @@ class TrainConfig:
     lora_r: int = _f(0, "LoRA rank (peft); 0 trains every weight (small models only).", ge=0)
     save_steps: int = _f(10, "Checkpoint every this many steps (resume picks up the latest).", ge=1)
     use_vllm: bool = _f(False, "Generate with vLLM (colocated) when it is installed.")
+    temperature: float = _f(1.0, "GRPO's sampling temperature for the completions of a group.", gt=0)
+    top_k: int = _f(0, "GRPO's top-k sampling (0: off, TRL's default; Hugging Face generate defaults to 50).", ge=0)
     bf16: bool = _f(True, "Train in bf16 mixed precision on GPUs that support it (off: fp32, as the model is "
                           "sampled outside training).")
 

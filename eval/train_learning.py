@@ -6,11 +6,11 @@ shortest tasks, on the GPU machine (no downloads).
 1. A byte-level BPE tokenizer is trained on the chosen tasks' prompts and reference kernels, and a
    4-layer Llama (hidden 256) is initialised with seeded random weights.
 2. Warm start: `cudal2.rl.train.sft` on the six training tasks' reference solutions (the stage's
-   own verified kernels; prompts from the same builder as `cudal2 train`). Few steps on purpose:
+   own verified kernels; prompts from the same builder as `cudal2 train`). Not to perfection, on purpose:
    a model that copies every reference perfectly gives every completion of a group the same
    reward, and GRPO learns nothing from a group without spread.
-3. Before: `--samples` completions per task (sampling at temperature 1) scored by the
-   `RewardService` (the task judge in its worker): verified fraction and mean reward, for the six
+3. Before: `--samples` completions per task (sampled as GRPO samples its groups: temperature 1,
+   top-k 50) scored by the `RewardService` (the task judge in its worker): verified fraction and mean reward, for the six
    training tasks and for a held-out task of the same kind (ew-relu-squared).
 4. `cudal2.rl.train.grpo` on stage general, the same six tasks, `--grpo-steps` steps.
 5. After: step 3 again, from the GRPO model. The reward curve goes to DIR/grpo/reward.png.
@@ -86,7 +86,9 @@ def sample_and_score(model_dir: str, cfg: Config, svc: RewardService, n: int, ma
             ids = tok.apply_chat_template(prompt(by_name[name]), add_generation_prompt=True,
                                           return_tensors="pt", return_dict=True)["input_ids"].to("cuda")
             with torch.no_grad():
-                gen = model.generate(ids, do_sample=True, temperature=1.0, max_new_tokens=max_new,
+                # sampled as GRPO samples its groups (cfg.train.temperature, top_k; 0: off)
+                gen = model.generate(ids, do_sample=True, temperature=cfg.train.temperature,
+                                     top_k=cfg.train.top_k, max_new_tokens=max_new,
                                      num_return_sequences=n, pad_token_id=tok.pad_token_id,
                                      eos_token_id=tok.eos_token_id)
             parts = svc.score(tok.batch_decode(gen[:, ids.shape[1]:], skip_special_tokens=True), [name] * n)
@@ -106,7 +108,10 @@ def main(out: Path, sft_steps: int, grpo_steps: int, samples: int, grpo_lr: floa
                              "learning_rate": 1e-3,
                              # fp32 throughout: the before/after samples are drawn in fp32, so GRPO's own
                              # samples come from the same model
-                             "bf16": False})
+                             "bf16": False,
+                             # top-k 50, as Hugging Face samples by default: with TRL's default (off)
+                             # GRPO's groups verified far less often than the same model sampled here
+                             "top_k": 50})
     prompts = [m["content"] for r in reference_rows(cfg, TRAIN) for m in r["prompt"]]
     model = small_model(out / "model", refs + prompts)
     summary: dict = {"train_tasks": TRAIN, "held_out": HELD_OUT}

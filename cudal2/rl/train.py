@@ -120,6 +120,7 @@ def grpo(cfg: Config, model: str, steps: int, output: Path, resume: bool = False
     args = GRPOConfig(**_common_args(cfg, output, steps, progress), num_generations=T.num_generations,
                       per_device_train_batch_size=T.num_generations * T.batch_prompts,
                       max_completion_length=T.max_completion_length,
+                      temperature=T.temperature, top_k=T.top_k,
                       # A model that never emits EOS early in training would have every completion masked.
                       mask_truncated_completions=False, use_vllm=T.use_vllm and _has_vllm(), log_completions=False)
     peft = None
