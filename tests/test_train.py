@@ -173,3 +173,14 @@ def test_lora_trains_adapters_only(tiny, tmp_path):
     trainable = [n for n, p in t.model.named_parameters() if p.requires_grad]
     assert trainable and all("lora" in n for n in trainable)
     assert (out / "final" / "adapter_config.json").exists()
+
+
+def test_grpo_samples_with_the_configured_temperature_and_top_k(tiny, tmp_path):
+    import torch
+
+    from cudal2.rl.train import grpo
+    out = tmp_path / "sampling"
+    c = cfg(tmp_path, temperature=0.7, top_k=5, bf16=False)
+    grpo(c, tiny, steps=1, output=out, service=RewardService(c, gpu=False))
+    args = torch.load(out / "checkpoint-1" / "training_args.bin", weights_only=False)
+    assert (args.temperature, args.top_k, args.bf16) == (0.7, 5, False)
