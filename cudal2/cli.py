@@ -9,6 +9,8 @@ Does not: run candidate code in this process (see `harness/worker.py`).
 
 from __future__ import annotations
 
+import importlib.util
+
 import json
 import re
 from pathlib import Path
@@ -337,6 +339,8 @@ def sass(entry: Optional[str] = typer.Option(None, "--entry", help="A library en
     from cudal2.sass.run import SassError, play, select
     if agent not in AGENTS:
         fail(f"--agent {agent!r}: choose one of {', '.join(AGENTS)}")
+    if agent == "ppo" and importlib.util.find_spec("torch") is None:
+        fail("--agent ppo needs torch (pip install torch); greedy and anneal do not")
     if budget_minutes <= 0:
         fail("--budget-minutes must be positive")
     if max_latency is not None and max_latency < 1:
