@@ -55,7 +55,7 @@ def test_no_gpu_is_one_line(no_gpu):
 
 @pytest.mark.parametrize("args,needle", [((), "exactly one of --entry ID or --all"),
                                          (("--all", "--entry", SM80), "exactly one of"),
-                                         (("--all", "--agent", "ppo"), "--agent 'ppo'"),
+                                         (("--all", "--agent", "bogus"), "--agent 'bogus'"),
                                          (("--all", "--budget-minutes", "0"), "--budget-minutes"),
                                          (("--all", "--arch", "sm70"), "sm70")])
 def test_bad_options_are_one_line(args, needle):
