@@ -80,3 +80,21 @@ def test_a_generic_pointer_to_constant_memory_fails_the_build(tmp_path):
              '  asm volatile("cvta.const.u64 %0, bank;" : "=l"(p)); return (unsigned char*)p; }')
     r = build(src(state, "+ (float)(writable()[0]++)"), BuildConfig(cache_dir=str(tmp_path)))
     assert not r.ok and r.stage == "build" and "cvta.const" in r.reason
+
+
+def test_a_pointer_to_constant_memory_stored_by_an_initializer_fails_the_build(tmp_path):
+    # No cvta.const in the code: nvcc writes `= generic(bank)`, and the kernel loads the pointer
+    # with an inline ld.const (tests/kernels/bad/u_const_pointer_initializer.cu).
+    state = ('__constant__ unsigned char bank[256];\n'
+             '__constant__ unsigned char* bank_ptr = (unsigned char*)bank;\n'
+             '__device__ __forceinline__ unsigned char* writable() { unsigned long long p;\n'
+             '  asm volatile("ld.const.u64 %0, [bank_ptr];" : "=l"(p)); return (unsigned char*)p; }')
+    r = build(src(state, "+ (float)(writable()[0]++)"), BuildConfig(cache_dir=str(tmp_path)))
+    assert not r.ok and r.stage == "build" and "generic(" in r.reason
+
+
+def test_relocated_constant_data_is_a_cubin_violation():
+    from cudal2.harness.cubin import CubinInfo, violations
+    info = CubinInfo(sections=[".text.k", ".nv.constant3", ".rela.nv.constant3"], entries=["k"])
+    assert any("relocated constant data" in v for v in violations(info, ["k"]))
+    assert violations(CubinInfo(sections=[".text.k", ".nv.constant3"], entries=["k"]), ["k"]) == []

@@ -94,6 +94,10 @@ def violations(info: CubinInfo, kernels: list[str]) -> list[str]:
     if info.undefined:
         out.append(f"unresolved symbols {sorted(set(info.undefined))[:6]}: device malloc/free, printf and device-side "
                    "launches are not allowed")
+    relocated = sorted(s for s in info.sections if s.startswith((".rela.nv.constant", ".rel.nv.constant")))
+    if relocated:   # an address stored in constant data: a way to reach module memory and write it
+        out.append(f"relocated constant data ({', '.join(relocated)}): a pointer kept in __constant__ memory "
+                   "reaches module memory that keeps state across calls")
     missing = [k for k in kernels if k not in info.entries]
     if missing:
         out.append(f"launch spec names kernels the cubin does not define as extern \"C\" __global__: {missing} "
@@ -102,15 +106,21 @@ def violations(info: CubinInfo, kernels: list[str]) -> list[str]:
 
 
 _CONST_TO_GENERIC = re.compile(r"\bcvta\.const\b")
+_GENERIC_INIT = re.compile(r"\bgeneric\s*\(")
 
 
 def ptx_violations(ptx: str) -> list[str]:
-    """What the canonical PTX may not do: take a generic address of `__constant__` data (cvta.const),
-    through which constant memory could be written and kept from one call to the next."""
+    """What the canonical PTX may not do: take a generic address of `__constant__` data, by
+    cvta.const or by an initializer (`= generic(sym)`, a pointer stored in module data), through
+    which constant memory could be written and kept from one call to the next."""
+    out = []
     if _CONST_TO_GENERIC.search(ptx):
-        return ["a generic pointer to __constant__ memory (cvta.const): constant data is read-only and may not "
-                "carry state between calls"]
-    return []
+        out.append("a generic pointer to __constant__ memory (cvta.const): constant data is read-only and may not "
+                   "carry state between calls")
+    if _GENERIC_INIT.search(ptx):
+        out.append("a generic address of module data in an initializer (generic(...)): a pointer stored in "
+                   "__constant__ memory reaches module memory that keeps state between calls")
+    return out
 
 
 _MODULE_ID = re.compile(r"_(INTERNAL|GLOBAL__N_)_([0-9a-f]{8})_")
