@@ -148,14 +148,8 @@ class Sm90Raw(Family):
             slots = units * CL if S > 1 else 0
             per_cta_ktiles = cdiv(units, workers) * cdiv(ktiles, S)
         ws = S > 1 or sched == "streamk"
-        order = params.get("ORDER", "grouped")
-        walk = []
-        if order == "hilbert" and items <= MAX_HILBERT_ITEMS:
-            # (item row, tile col) packed as row << 16 | col; the walk's x runs along the columns
-            packed = [y << 16 | x for x, y in hilbert.walk(tiles_n, cdiv(tiles_m, CL))]
-            walk = [", ".join(str(v) for v in packed[j:j + 12]) for j in range(0, len(packed), 12)]
         return {
-            "ORDER": order, "WALK": walk,
+            "ORDER": params.get("ORDER", "grouped"),
             "SPLIT_K": S, "SCHED": sched, "WS": ws, "UNITS": units, "WORKERS": workers,
             "TOTAL_ITERS": items * ktiles, "PER_CTA_KTILES": per_cta_ktiles,
             "WS_BYTES": slots * BM * BN * 4, "RED_THREADS": RED_THREADS,
@@ -174,6 +168,15 @@ class Sm90Raw(Family):
             "WGMMA_D_BIND": [", ".join(f'"+f"(d[{i}])' for i in range(j, min(j + 8, BN // 2)))
                              + ("," if j + 8 < BN // 2 else "") for j in range(0, BN // 2, 8)],
         }
+
+    def tables(self, params: Params, p: Problem) -> dict[str, Any]:
+        """ORDER=hilbert: the walk over the item grid, (item row, tile col) packed as row << 16 | col
+        (the walk's x runs along the columns), 12 numbers a line of the constant table."""
+        if params.get("ORDER", "grouped") != "hilbert":
+            return {"WALK": []}
+        packed = [y << 16 | x for x, y in hilbert.walk(cdiv(p.N, params["BN"]),
+                                                          cdiv(cdiv(p.M, params["BM"]), params["CLUSTER"]))]
+        return {"WALK": [", ".join(str(v) for v in packed[j:j + 12]) for j in range(0, len(packed), 12)]}
 
     def invalid(self, params: Params, p: Problem, lim: Limits) -> str | None:
         BM, BN, C, STAGES = params["BM"], params["BN"], params["CONSUMERS"], params["STAGES"]
