@@ -247,22 +247,19 @@ class Checker:
                         "WAR" if r in rd[a] and r in wr[b] else None
                     if kind:
                         R.keep(a, b, f"{kind} on {r}")
-        for sb in range(6):
-            setters = [i for i in free if sb in ins[i].ctrl.sets]
-            waiting = [i for i in free if sb in ins[i].ctrl.waits]
-            for s in setters:
-                for w in waiting:
-                    if s != w:
-                        R.keep(min(s, w), max(s, w), f"scoreboard setter/waiter SB{sb}")
-        # Rule 4b: a scoreboard is armed a cycle after its setter issues, so a wait issued sooner
-        # passes before the result exists (on the H100: S2UR then at once a wait on its SB read a
-        # stale UR4, an illegal address, in 10 of 10 such schedules and in none of 37 others).
-        # Setter to waiter keeps min(old, SB_ARM_CYCLES) stall cycles, pinned ends included; a
-        # setter near the block's end and a waiter near its start keep the same to the boundary.
+        # Rule 4, and 4b: a scoreboard is armed a cycle after its setter issues, so a wait issued
+        # sooner passes before the result exists (on the H100: S2UR then at once a wait on its SB
+        # read a stale UR4, an illegal address, in 10 of 10 such schedules and in none of 37
+        # others). Setter to waiter keeps min(old, SB_ARM_CYCLES) stall cycles, pinned ends
+        # included; a setter near the block's end and a waiter near its start keep the same to the
+        # boundary.
         for sb in range(6):
             setters = [i for i in idx if sb in ins[i].ctrl.sets]
             waiting = [i for i in idx if sb in ins[i].ctrl.waits]
             for s in setters:
+                for w in waiting:
+                    if s != w and not self.pinned(s) and not self.pinned(w):
+                        R.keep(min(s, w), max(s, w), f"scoreboard setter/waiter SB{sb}")
                 later = [w for w in waiting if w > s]
                 for w in later:
                     R.at_least(s, w, min(dist(s, w), SB_ARM_CYCLES),
