@@ -4,7 +4,6 @@
 # nvidia-ml-py and the CUDA libraries; it has no package registry.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-grep -qx '/.whl/' .git/info/exclude 2>/dev/null || echo '/.whl/' >> .git/info/exclude
 mkdir -p .whl
 plat=(--platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64
       --platform manylinux2014_x86_64)

@@ -418,12 +418,12 @@ class Guard:
              np.uint64(self.log.mac), np.int32(first), new_key()))
         self.spots += 1
 
-    def inputs_changed(self, regenerated: bool = True) -> int:
-        """How many elements of the sets' operands differ from what the generator gave them
-        (regenerated now; reads the count back): the fixed operand, and with `regenerated` the
-        regenerated one too. Timing only, regenerated operand not transposed."""
+    def inputs_changed(self) -> int:
+        """How many elements of the sets' operands, fixed and regenerated, differ from what the
+        generator gave them (regenerated now; reads the count back). Timing only, regenerated
+        operand not transposed."""
         out = cp.zeros(1, dtype=cp.uint64)
-        rows = self.rows if regenerated else 0
+        rows = self.rows
         work = max(rows, self.frows) * self.K
         _fn("cudal2_inputs_check")(
             (int(min(256, max(1, math.ceil(work / 256)))), self.n), (256,),

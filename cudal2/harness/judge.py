@@ -33,11 +33,11 @@ Guarantees, in order (the first failure stops the run and is recorded with its s
   workspaces and C, scrub the chip before the candidate's, and flush the L2. After each of the
   candidate's replays and calls, once it has drained: a spot check of every call's output at
   positions drawn from a key new to that check, against operands recomputed from the generator
-  (the log read at once), then the fixed operand compared with the generator and the arena's
+  (the log read at once), then both operands compared with the generator and the arena's
   background checked, so nothing a call leaves can reach a later one. Snapshot nodes behind
   every call of every graph (`snapshots`), each armed independently for each replay, find an
   output that a later call of the same replay completed. After the last offline
-  replay, the regenerated operand is compared too, a sample of sets is checked in full, and the
+  replay, a sample of sets is checked in full, and the
   graph runs once more on the same inputs: the sample must come out bit for bit the same. After
   the server calls, one more made as they are is checked in full and repeated, bitwise.
   Nothing of this is inside a timed region but the snapshot nodes, the same in every graph.
@@ -340,15 +340,20 @@ class Judge:
         with_bt = "cublas" in tc.baselines
         ws = self.workspace_bytes(p)
         guard = self.cfg.verify.guard_bytes
-        # Per set: A, B, C, the baselines' C, (Bᵀ), (the workspace), each behind a gap of < 2 guards.
+        # Per set: A, B, C, the baselines' C, (Bᵀ), each behind a gap of < 2 guards, and the workspace.
         set_bytes = (p.min_bytes + 2 * p.M * p.N + 2 * p.K * (p.N if regen_a else p.M) + (2 * p.N * p.K if with_bt else 0)
-                     + ws + 12 * guard)
+                     + 12 * guard)
         # Enough distinct sets that they exceed the L2 and that one pass lasts about min_replay_ms
         # (at the vendor's speed: a pass of a slower candidate lasts longer, which only helps).
         want = max(math.ceil(tc.rotation_l2_factor * dev.l2_bytes / p.min_bytes),
                    math.ceil(tc.min_replay_ms * 1e-3 / self.vendor_call_s(p, timeout)))
         free = cp.cuda.runtime.memGetInfo()[0]
+        # Sized without the workspace: a candidate's declared workspace never buys it fewer sets
+        # (a warmer L2, fewer snapshot nodes); one too large to sit beside them fails instead.
         nsets = max(2, min(tc.max_sets, want, int(free * 0.5 // set_bytes)))
+        if nsets * (set_bytes + ws) > free * 0.5:
+            raise Failed(Stage.TIMING, f"a workspace of {ws} bytes per call does not fit beside the {nsets} "
+                                       "timing sets this shape needs")
         rejudge = bool(self.req and self.req.rejudge)
         fmode = "uniform" if rejudge else "signed"
         rng = random.Random()
@@ -407,14 +412,13 @@ class Judge:
             if i is None:   # (a server call's flush is the server loop's own)
                 timing.flush_l2(flush)   # the sets come from memory, as in a run over more data than the L2 holds
 
-        def checked(r: _Rig, n: str, first: int = 0, count: int | None = None, final: bool = False,
+        def checked(r: _Rig, n: str, first: int = 0, count: int | None = None,
                     snaps: snapshots.Snapshots | None = None) -> None:
             """After a runner's replay or call: its snapshots compared with its final outputs
             (a replay), its spot check; for the candidate, enqueued only once its calls are done
             (the check's positions exist nowhere while they run), and then nothing it could
-            have left for a later call may remain: the fixed operand of every set as the
-            generator gave it (and, `final`, the regenerated one), the arena's background
-            untouched."""
+            have left for a later call may remain: both operands of every set as the
+            generator gave them, the arena's background untouched."""
             g = r.gd[n]
             if snaps is not None:
                 snaps.verify()
@@ -423,9 +427,10 @@ class Judge:
                 return
             self.drain_device(Stage.TIMING, timeout)
             g.spot(first, count)
-            # The regenerated operand is drawn afresh before every replay and call: its check
-            # is needed only where a full check or a re-run reads it (final replay, re-run).
-            self.check_between_calls(g, r.sets, regenerated=final)
+            # Both operands after every replay and call, the regenerated one too although it is
+            # drawn afresh before the next: no replay may differ from the final one, whose full
+            # check and re-run read it, in what a call may do to its inputs.
+            self.check_between_calls(g, r.sets)
             checks, failed, bad, _ = g.log.read()   # read now: no later call gets to rewrite it
             if failed:
                 raise Failed(Stage.TIMING, f"a spot-checked output is wrong in a timed call: input set {bad.set}, "
@@ -473,7 +478,7 @@ class Judge:
                 if self.cand:   # last: the sets now hold its outputs for the full check below
                     replay_prep("candidate")
                     graphs["candidate"][0].launch(self.stream)
-                    checked(r, "candidate", final=True, snaps=snaps["candidate"])
+                    checked(r, "candidate", snaps=snaps["candidate"])
                     expected["candidate"] += 1
                 self.drain_device(Stage.TIMING, timeout)
                 self.check_logs(r.gd, order, {n: 0 for n in order}, expected, "offline", snaps)
@@ -542,13 +547,13 @@ class Judge:
             if not authentic:
                 raise Failed(Stage.TIMING, f"{mode}: the spot checks' log was rewritten between checks")
 
-    def check_between_calls(self, guard: guards.Guard, sets: Sets, regenerated: bool = True) -> None:
-        """After the candidate's timed calls (the device drained): the fixed operand of every set
-        (and with `regenerated` the regenerated one) is what the generator gave it and no byte of
+    def check_between_calls(self, guard: guards.Guard, sets: Sets) -> None:
+        """After the candidate's timed calls (the device drained): both operands of every set are
+        what the generator gave them and no byte of
         the arena's background changed. Between two replays or calls the harness rewrites
         everything else a call can reach (C, workspaces, the regenerated operand), so nothing a
         call leaves can reach a later one."""
-        bad = guard.inputs_changed(regenerated)
+        bad = guard.inputs_changed()
         if bad:
             raise Failed(Stage.INPUTS, f"{bad} elements of A or B changed during timed calls")
         check_arena(sets.arena, lambda i: sets.names[i], " during timed calls")
@@ -632,7 +637,7 @@ class Judge:
             timing.spin(self.stream, 50)
             timing.flush_l2(flush)
             r.core["candidate"](i)
-        checked(r, "candidate", i, 1, final=True)
+        checked(r, "candidate", i, 1)
         self.check_sets(r.sets, "a server call", [i])
         kept = r.sets.C[i].copy()
         with self.stream:
