@@ -1,8 +1,10 @@
 """The scrubbers close the on-chip channels between calls: a probe kernel finds the markers an
 earlier launch left in local and shared memory (its output goes wrong), and finds nothing once
-`guards.scrub` ran between the launches."""
+`guards.scrub` ran between the launches; a word written by raw local address anywhere in the
+window survives without a scrub and not with one."""
 
 import cupy as cp
+import numpy as np
 import pytest
 
 from cudal2.harness import build, guards
@@ -46,3 +48,60 @@ def test_back_to_back_launches_see_each_others_markers(probe):
 
 def test_a_scrub_between_launches_leaves_nothing_to_find(probe):
     assert all(launches(probe, 4, scrub=True)[1:])
+
+
+def _raw_local(lo: int, hi: int, scrub: bool) -> int:
+    """Markers at raw local addresses [lo, hi) of every thread slot, a scrub or not, then how
+    many of them the next launch finds."""
+    m = cp.RawModule(code=(KERNELS / "probe" / "local_window.cu").read_text())
+    grid, key = (2 * cp.cuda.Device().attributes["MultiProcessorCount"],), np.uint32(0x5EED1234)
+    found = cp.zeros(1, dtype=cp.uint64)
+    m.get_function("write_raw")(grid, (1024,), (np.uint32(lo), np.uint32(hi), key))
+    if scrub:
+        guards.scrub()
+    m.get_function("read_raw")(grid, (1024,), (np.uint32(lo), np.uint32(hi), key, found))
+    return int(found.get()[0])
+
+
+def _frame_addr() -> int:
+    m = cp.RawModule(code=(KERNELS / "probe" / "local_window.cu").read_text())
+    out = cp.zeros(2, dtype=cp.uint64)
+    m.get_function("frame_addr")((1,), (32,), (out,))
+    return int(out[0].get())
+
+
+def test_a_word_written_above_a_full_frame_survives_without_a_scrub():
+    # The control: a kernel reaches, by raw address, the window above a LOCAL_BYTES frame.
+    lo = _frame_addr()
+    assert lo + guards.LOCAL_BYTES < guards.LOCAL_TOP
+    assert _raw_local(lo, guards.LOCAL_TOP, scrub=False) > 0
+
+
+def test_no_word_of_the_local_window_survives_a_scrub():
+    assert _raw_local(_frame_addr(), guards.LOCAL_TOP, scrub=False) > 0
+    assert _raw_local(_frame_addr(), guards.LOCAL_TOP, scrub=True) == 0
+
+
+_BELOW = """
+import cupy as cp, numpy as np, sys
+from cudal2.harness import guards
+m = cp.RawModule(code=open(sys.argv[1]).read())
+a = cp.random.standard_normal((512, 512)).astype(cp.float16)
+(a @ a).sum().get()   # cuBLAS in this context, as in the judge's
+guards.scrub()
+out = cp.zeros(2, dtype=cp.uint64)
+m.get_function("frame_addr")((1,), (32,), (out,))
+lo = int(out[0].get())
+m.get_function("write_raw")((1,), (32,), (np.uint32(lo - 64), np.uint32(lo), np.uint32(1)))
+cp.cuda.Device().synchronize()
+"""
+
+
+def test_the_window_ends_below_the_scrubbed_frame():
+    # What the scrub cannot reach must not exist: below a LOCAL_BYTES frame a store faults,
+    # after cuBLAS and the harness's kernels ran in the process.
+    import subprocess
+    import sys
+    p = subprocess.run([sys.executable, "-c", _BELOW, str(KERNELS / "probe" / "local_window.cu")],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode != 0 and "IllegalAddress" in p.stderr, p.stderr[-500:]

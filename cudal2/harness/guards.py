@@ -15,8 +15,9 @@ Guarantees:
   counts failures and keeps the first, and counts the checks once per launch, chaining a tag
   under a key that only its launch parameters hold: `Log.read` says whether the log is one the
   harness wrote, so the judge can tell that every timed call was checked;
-- `scrub` overwrites shared memory, a LOCAL_BYTES local frame per thread slot and the register
-  file of every SM, so no call finds there what an earlier call left.
+- `scrub` overwrites shared memory, a LOCAL_BYTES local frame per thread slot and the rest of
+  the local window above it, and the register file of every SM, so no call finds there what an
+  earlier call left.
 
 Does not: decide a verdict (the judge compares counts with what it enqueued), time anything,
 run candidate code, or protect against a kernel that finds and rewrites the harness's own
@@ -239,11 +240,20 @@ extern "C" __global__ void cudal2_scrub_shared(u64 key, int words) {
     __syncthreads();
 }
 // Local memory: a frame of LOCAL_WORDS words per thread at full occupancy (2048 threads per SM),
-// written through volatile stores so it stays in local memory.
+// written through volatile stores so it stays in local memory; then, through raw local
+// addresses, every word from the frame's end to the top of the local window (LOCAL_TOP). A
+// kernel can address any word of its window with an integer (st.local [r]), not only its own
+// frame, and on the H100 the window reaches 576 bytes above a 4 KiB frame: without this, a word
+// written there survived the scrub (eval/local_window_probe.py). Below the frame the window
+// ends (a store there faults) unless a kernel with a larger frame widened it.
 extern "C" __global__ void __launch_bounds__(1024, 2) cudal2_scrub_local(u64 key, unsigned* sink) {
     volatile unsigned frame[LOCAL_WORDS];
     const u64 t = ((u64)blockIdx.x << 10) | threadIdx.x;
     for (int i = 0; i < LOCAL_WORDS; ++i) frame[i] = (unsigned)mix(key ^ (t << 20) ^ (u64)i);
+    unsigned long long base;
+    asm volatile("cvta.to.local.u64 %0, %1;" : "=l"(base) : "l"((unsigned long long)(&frame[0])));
+    for (unsigned a = (unsigned)base + 4 * LOCAL_WORDS; a < LOCAL_TOP; a += 4)
+        asm volatile("st.local.u32 [%0], %1;" :: "r"(a), "r"((unsigned)mix(key ^ (t << 24) ^ a)) : "memory");
     if (frame[(unsigned)t % LOCAL_WORDS] == 0x9E3779B9u && sink) sink[0] = 1u;  // keeps the frame live
 }
 // Registers: 32 per thread at 2048 threads per SM is the whole 64K-register file, all written.
@@ -265,7 +275,8 @@ MODES = {"normal": 0, "uniform": 1, "positive": 2, "signed": 3}
 SIGN_BLOCK = 128  # 'signed' flips sign every this many columns (k), or every K/2 for small K
 _MASK = 2**64 - 1
 
-_OPTIONS = ("-std=c++17", f"-DLOCAL_WORDS={LOCAL_BYTES // 4}")
+LOCAL_TOP = 1 << 24  # where the local window ends on sm_90 (the probe: frames sit just below it)
+_OPTIONS = ("-std=c++17", f"-DLOCAL_WORDS={LOCAL_BYTES // 4}", f"-DLOCAL_TOP={LOCAL_TOP}u")
 def _fn(name: str):
     """A kernel of this module's source (compiled and looked up once: `rawkernels`)."""
     return rawkernels.function(_SRC, name, _OPTIONS)
@@ -436,8 +447,10 @@ class Guard:
 class Scrubber:
     """Overwrites, untimed, what a kernel could leave on the chip for a later call to find: the
     shared memory of every SM (at the largest carve-out), a LOCAL_BYTES local frame of every
-    thread slot, and the register file. Not covered: the L1/texture caches (not addressable, and
-    emptied by the scrubbers' own traffic) and the L2 (flushed separately)."""
+    thread slot and the window above it, and the register file. Not covered: a window widened
+    below the frame by a kernel with a larger one (none in a judge's process:
+    tests/test_gpu_scrub.py), the L1/texture caches (not addressable, and emptied by the
+    scrubbers' own traffic) and the L2 (flushed separately)."""
 
     def __init__(self) -> None:
         dev = cp.cuda.Device()
