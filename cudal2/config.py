@@ -176,6 +176,8 @@ class TrainConfig:
     top_k: int = _f(0, "GRPO's top-k sampling (0: off, TRL's default; Hugging Face generate defaults to 50).", ge=0)
     bf16: bool = _f(True, "Train in bf16 mixed precision on GPUs that support it (off: fp32, as the model is "
                           "sampled outside training).")
+    sft_family: str = _f("sm80", "Family whose renders warm-start stage matmul (`train --stage sft`): sm80, or tiled "
+                                 "(a file about a quarter as long, for a small model).", choices=["sm80", "tiled"])
 
 
 @dataclass

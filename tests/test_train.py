@@ -91,6 +91,14 @@ def test_sft_rows_are_verified_v2_renders(tmp_path):
     assert len(rows) == 3 and all("cudal2-launch" in r["completion"][0]["content"] for r in rows)
 
 
+def test_sft_rows_give_each_shape_two_different_points_of_the_chosen_family(tmp_path):
+    from cudal2.rl.train import sft_rows
+    rows = sft_rows(cfg(tmp_path, sft_family="tiled"), 4)
+    texts = [r["completion"][0]["content"] for r in rows]
+    assert all('family "tiled"' in t for t in texts)
+    assert rows[0]["prompt"] == rows[1]["prompt"] and texts[0] != texts[1]
+
+
 def test_general_warm_start_rows_are_the_reference_solutions_of_training_tasks(tmp_path):
     from cudal2.rl.train import reference_rows
     rows = reference_rows(cfg(tmp_path), ["ew-relu", "ew-relu-squared"])   # the second is held out

@@ -67,6 +67,8 @@ class Family:
     # A shape-specific family bakes M, N, K into the source (one build per shape); a generic one
     # takes them at run time, so one build serves every shape and the build cache is shared.
     shape_specific: bool = True
+    # Offered to the LLM as a retrieved seed example (`retrieval.corpus.seed_chunks`).
+    retrieval_seed: bool = True
 
     def invalid(self, params: Params, p: Problem, lim: Limits) -> str | None:
         """None when the point can be built and run for `p`; otherwise why not."""
@@ -125,7 +127,7 @@ def register(f: Family) -> Family:
 
 
 def families() -> dict[str, Family]:
-    from cudal2.kernels import skinny, sm80, sm90, sm90raw  # noqa: F401  (registration on import)
+    from cudal2.kernels import skinny, sm80, sm90, sm90raw, tiled  # noqa: F401  (registration on import)
     return dict(_registry)
 
 

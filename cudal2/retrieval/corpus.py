@@ -152,6 +152,8 @@ def seed_chunks(shapes: Iterable[tuple[int, int, int]] = SEED_SHAPES, per_shape:
     lim = Limits()
     chunks = []
     for name, fam in sorted(_load_families().items()):
+        if not getattr(fam, "retrieval_seed", True):
+            continue
         try:
             for M, N, K in shapes:
                 p = Problem(M, N, K)

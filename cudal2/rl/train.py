@@ -7,8 +7,9 @@ Guarantees:
 - `grpo` runs TRL's GRPOTrainer with the judge's reward (`trl_reward.make_reward` over a
   `RewardService`), LoRA (peft) when `[train] lora_r` > 0, vLLM generation when asked and
   installed; a checkpoint every `save_steps`, and `resume` continues from the latest one;
-- `sft` fine-tunes on (prompt, verified kernel) pairs: contract v2 renders of the sm80 family
-  for training shapes (verified by construction of the family, re-judged in `generate`), and the
+- `sft` fine-tunes on (prompt, verified kernel) pairs: contract v2 renders of `train.sft_family`
+  (sm80, or tiled for a small model) for training shapes, the prior's best point and one other
+  (verified by construction of the family, re-judged in `generate`), and the
   completions the `generate` trace recorded as verified;
 - every logged step is appended to `<output>/metrics.jsonl` (TRL's reward mean and std, the
   fractions compiled and verified, the best speedup, the zero-spread group fraction);
@@ -139,21 +140,29 @@ def grpo(cfg: Config, model: str, steps: int, output: Path, resume: bool = False
 
 
 def sft_rows(cfg: Config, n: int, trace: Path | None = None, retriever=None) -> list[dict]:
-    """(prompt, completion) pairs of verified kernels: sm80 v2 renders for training shapes, then
-    the verified completions of a `generate` trace (JSON lines with prompt, completion, ok)."""
+    """(prompt, completion) pairs of verified kernels: v2 renders of `train.sft_family` for training
+    shapes, then the verified completions of a `generate` trace (JSON lines with prompt, completion,
+    ok)."""
     from cudal2.kernels.family import Limits, get_family
-    fam = get_family("sm80")
+    fam = get_family(cfg.train.sft_family)
     prompt = prompter(cfg, retriever=retriever)
     rows = []
+    rng = random.Random(1)
     for t in train_tasks(cfg, 4 * n, seed=1):
         pts = fam.valid_points(t.problem, Limits())
-        if pts:
-            best = max(pts, key=lambda x: fam.prior(x, t.problem, Limits()))
-            src = fam.render(best, t.problem)
-            rows.append({"prompt": prompt(t), "completion": [{"role": "assistant",
-                                                                   "content": f"```cuda\n{src}\n```"}]})
+        if not pts:
+            continue
+        # The prior's best point, and one other drawn at random: a warm start that only ever saw
+        # the best guess would sample it every time, and GRPO learns nothing from a group whose
+        # completions are all the same kernel.
+        best = max(pts, key=lambda x: fam.prior(x, t.problem, Limits()))
+        others = [x for x in pts if x != best]
+        for params in [best] + ([rng.choice(others)] if others else []):
+            rows.append({"prompt": prompt(t), "completion": [{"role": "assistant", "content":
+                                                              f"```cuda\n{fam.render(params, t.problem)}\n```"}]})
         if len(rows) >= n:
             break
+    rows = rows[:n]
     if trace and trace.exists():
         for line in trace.read_text().splitlines():
             r = json.loads(line)
@@ -174,7 +183,7 @@ def reference_rows(cfg: Config, tasks) -> list[dict]:
 
 def sft(cfg: Config, model: str, steps: int, output: Path, resume: bool = False, trace: Path | None = None,
         retriever=None, progress: bool = False, tasks=None):
-    """Warm start: on the sm80 renders and the trace's verified completions, or (`tasks`: general
+    """Warm start: on the family renders and the trace's verified completions, or (`tasks`: general
     task names) on those tasks' reference solutions."""
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
