@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 import cudal2
-from cudal2.library import Library
+from cudal2.library import Library, layers
 from cudal2.resources import resource
 
 
@@ -59,7 +59,8 @@ def main(out: Path) -> None:
             "py_frame": lambda: _py_frame(x, w),               # any Python API's floor: one more frame
             "py_is_compiling": lambda: _py_is_compiling(x, w),  # the frame plus torch.compile's check
             "cpp_front": lambda: ext.front(x, w, None),        # the dispatcher's pybind front door
-            "cudal2_linear": lambda: cudal2.linear(x, w),       # the public API
+            "py_linear": lambda: layers.linear(x, w),           # the Python function (its short way)
+            "cudal2_linear": lambda: cudal2.linear(x, w),       # the public API: the builtin door
         }
         for f in paths.values():
             per_call_us(f, 2000)

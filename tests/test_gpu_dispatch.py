@@ -141,15 +141,33 @@ def test_a_patched_model_runs_the_kernel_in_inference(lib, monkeypatch):
 
 
 def _short_way_active(lib, monkeypatch):
-    """The default library in the dispatcher, after one eager cudal2.linear call (which arms the short way)."""
+    """The default library in the dispatcher, after one eager cudal2.linear call (which arms the
+    short way and opens the door); `cudal2.linear` resolved afresh, now that a dispatcher is built."""
     import cudal2
     import cudal2.library as L
     from cudal2.library import layers
     monkeypatch.setattr(L, "_default", lib)
-    layers._FRONT[:] = [None] * 6
+    monkeypatch.delitem(cudal2.__dict__, "linear", raising=False)
+    layers.forget_front(lib.compiled())
     e = served(lib)
     cudal2.linear(*operands(e.M, e.N, e.K))
     assert layers._FRONT[0] is not None
+
+
+def test_cudal2_linear_is_the_dispatchers_builtin_door_and_counts_its_calls(lib, monkeypatch):
+    import types
+
+    import torch
+
+    import cudal2
+    _short_way_active(lib, monkeypatch)
+    assert isinstance(cudal2.linear, types.BuiltinFunctionType)
+    e = served(lib)
+    for (M, N, K), kind, want in (((3, 40, 24), "fallbacks", {"no_entry": 1}), ((e.M, e.N, e.K), "hits", {e.id: 1})):
+        x, W = operands(M, N, K)
+        before = lib.stats()
+        torch.testing.assert_close(cudal2.linear(x, W), torch.nn.functional.linear(x, W), atol=0.05, rtol=0.02)
+        assert delta(lib, before, kind) == want
 
 
 def test_an_unserved_shape_goes_straight_to_f_linear_and_is_counted(lib, monkeypatch):

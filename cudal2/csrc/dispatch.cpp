@@ -104,6 +104,8 @@ std::atomic<int64_t> g_fallbacks[N_FALLBACKS];
 // must outlive any call made during interpreter shutdown).
 PyObject* g_loader = nullptr;
 PyObject* g_input_error = nullptr;
+PyObject* g_slow = nullptr;              // cudal2.linear's long way in Python (`linear_door`)
+std::atomic<bool> g_default{false};      // the table serves the default library (`linear_door`)
 std::unordered_map<uint64_t, bool> g_pending;     // exact shapes not loaded yet -> asked already
 std::unordered_map<uint64_t, bool> g_ranged;      // (N, K) of M-range entries
 std::unordered_map<uint64_t, bool> g_declined;    // shapes the loader did not register
@@ -281,6 +283,7 @@ void add_kernel(const std::string& id, int64_t M, int64_t N, int64_t K, int64_t 
 
 void clear() {
   std::lock_guard<std::mutex> lock(g_mu);
+  g_default.store(false, std::memory_order_relaxed);   // another library may now fill the table
   g_table.clear();  // kernels stay allocated: a call in flight may still hold one
   g_pending.clear();
   g_ranged.clear();
@@ -329,6 +332,53 @@ at::Tensor front(const at::Tensor& x, const at::Tensor& w, const c10::optional<a
   return serve(x.is_contiguous() ? x : x.contiguous(), w, bias);
 }
 
+// cudal2.linear itself, once the dispatcher is built: a builtin taking (x, w, bias=None) with no
+// Python frame and no pybind argument casting, so an eager call costs the host what F.linear's
+// own binding costs (a Python wrapper, or pybind's casting, added 1-2 us of 17-23 on the H100
+// host). While the dispatcher serves the default library (`set_door`) and the arguments are
+// tensors, it is `front`; otherwise (not yet, another library, other arguments or keywords) it is
+// Python's long way, called with the same arguments, which installs the default library and then
+// says so here. torch.compile never runs it: Python registers the long way as its polyfill.
+
+PyObject* linear_door(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* bias = nargs == 3 ? args[2] : nullptr;
+  bool fast = g_default.load(std::memory_order_relaxed) && (nargs == 2 || nargs == 3);
+  if (fast && kwnames) {   // only `bias=` by keyword
+    fast = nargs == 2 && PyTuple_GET_SIZE(kwnames) == 1 &&
+           PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, 0), "bias") == 0;
+    bias = args[2];
+  }
+  if (bias == Py_None) bias = nullptr;
+  if (!fast || !THPVariable_Check(args[0]) || !THPVariable_Check(args[1]) || (bias && !THPVariable_Check(bias))) {
+    if (!g_slow) {
+      PyErr_SetString(PyExc_RuntimeError, "cudal2: the dispatcher's door has no Python path (set_door)");
+      return nullptr;
+    }
+    return PyObject_Vectorcall(g_slow, args, nargs, kwnames);
+  }
+  HANDLE_TH_ERRORS
+  try {
+    c10::optional<at::Tensor> b;
+    if (bias) b = THPVariable_Unpack(bias);
+    return THPVariable_Wrap(front(THPVariable_Unpack(args[0]), THPVariable_Unpack(args[1]), b));
+  } catch (pybind11::error_already_set& e) {   // front's InputError, or the loader's
+    e.restore();
+    return nullptr;
+  }
+  END_HANDLE_TH_ERRORS
+}
+
+PyMethodDef kDoor = {"linear_door", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(linear_door)),
+                     METH_FASTCALL | METH_KEYWORDS,
+                     "linear_door(x, w, bias=None): cudal2.linear as a builtin (see dispatch.cpp)."};
+
+// Python side: the long way (`slow`; a replaced one is leaked on purpose, as g_loader: a call may
+// still be in it) and whether the table now serves the default library (`clear` says it no longer does).
+void set_door(pybind11::object slow, bool is_default) {
+  if (slow.ptr() != g_slow) g_slow = slow.inc_ref().ptr();
+  g_default.store(is_default, std::memory_order_relaxed);
+}
+
 // (hits per kernel id, fallbacks per reason, disabled kernels with why)
 std::tuple<std::unordered_map<std::string, int64_t>, std::unordered_map<std::string, int64_t>,
            std::unordered_map<std::string, std::string>>
@@ -364,6 +414,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   // op is what torch.compile traces; a CUDA graph captures either).
   m.def("linear", &serve, pybind11::arg("x"), pybind11::arg("w"), pybind11::arg("bias") = pybind11::none());
   m.def("front", &front, pybind11::arg("x"), pybind11::arg("w"), pybind11::arg("bias") = pybind11::none());
+  m.add_object("linear_door", pybind11::reinterpret_steal<pybind11::object>(
+                                  PyCFunction_NewEx(&kDoor, nullptr, m.attr("__name__").ptr())));
+  m.def("set_door", &set_door);
   m.def("set_pending", &set_pending);
   m.def("add_kernel", &add_kernel);
   m.def("clear", &clear);

@@ -8,6 +8,9 @@ Guarantees:
   `torch.ops.cudal2.linear` under torch.compile) or, without it, `torch.ops.cudal2.hgemm` (Python
   dispatch): `torch.compile` traces either and CUDA graphs capture either; wrong inputs raise the
   library's one-line `InputError`;
+- `cudal2.linear` is, where the dispatcher is built, its builtin `linear_door` (`public_linear`):
+  the same function with no Python frame per eager call, `linear` until the default library is
+  in the dispatcher, and `linear` again wherever torch.compile traces it (its polyfill);
 - `patch(model)` returns how many layers it routed: every `nn.Linear` whose weight is fp16 and
   whose (out, in) features the library serves at some M (on a machine without a library, every
   fp16 layer: they keep their own forward for host inputs anyway); the others stay untouched, so
@@ -76,7 +79,52 @@ def linear(x, W, bias=None):
         _FRONT[:] = [lib._ext.front, torch.compiler.is_compiling,
                      frozenset((e.N, e.K) for e in lib.served), torch.float16, lib._short_vendor,
                      torch.nn.functional.linear]
+        lib._ext.set_door(linear, True)   # and `cudal2.linear`, the door, is now the whole call
     return y
+
+
+def forget_front(ext=None) -> None:
+    """Disarm `linear`'s short way and close the dispatcher's door (`ext`): the next call takes the
+    long way, which installs the default library again (as after another library took the dispatcher)."""
+    _FRONT[:] = [None] * 6
+    if ext is not None:
+        ext.set_door(linear, False)
+
+
+def public_linear():
+    """What `cudal2.linear` is: the compiled dispatcher's `linear_door` when the dispatcher is built
+    and torch sees a GPU (a builtin: an eager call pays no Python frame and no argument casting,
+    and until the default library is in the dispatcher it is `linear` itself), registered as
+    torch.compile's polyfill target so that traces go through `linear`; else `linear`."""
+    try:
+        import torch
+
+        from cudal2.library import dispatch
+        ext = dispatch.load() if torch.cuda.is_available() else None
+    except ImportError:
+        return linear
+    if ext is None:
+        return linear
+    door_for(ext)
+    return ext.linear_door
+
+
+def door_for(ext):
+    """Hook the dispatcher's door to `linear` (the long way) and to torch.compile; idempotent."""
+    import torch
+    ext.set_door(linear, _FRONT[0] is not None)
+    if not _POLYFILLED:
+        torch.compiler.substitute_in_graph(ext.linear_door, skip_signature_check=True)(_traced_linear)
+        _POLYFILLED.append(ext)
+    return ext.linear_door
+
+
+def _traced_linear(x, W, bias=None):
+    """`linear_door` as torch.compile traces it: the long way (the op while compiling)."""
+    return linear(x, W, bias)
+
+
+_POLYFILLED: list = []
 
 
 # The short way, once the default library is in the dispatcher: its front door,

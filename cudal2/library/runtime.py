@@ -117,8 +117,8 @@ class Library:
             return None
         from cudal2.library import layers
         from cudal2.library.arrays import InputError
-        layers._FRONT[:] = [None] * 6   # cudal2.linear's short way served the library this one replaces
-        ext.clear()
+        layers.forget_front()   # cudal2.linear's short way served the library this one replaces
+        ext.clear()             # (and closes its door)
         # Served shapes load on their first call (the dispatcher asks `_load_for`), so a first call
         # pays for one binary, not for all of them.
         ext.set_pending([(e.M, e.N, e.K) for e in self.served if e.m_range is None], sorted(self._ranged),
