@@ -4,6 +4,9 @@
   python eval/train_learning.py --out DIR [--stage matmul|general] [--sft-steps 300] [--grpo-steps 30]
                                 [--grpo-lr 3e-5] [--samples 8]
 
+Resumable: each phase below is skipped when DIR already holds its result (GRPO resumes from its
+last checkpoint), so a run longer than one device command is the same command repeated.
+
 Stage matmul: the warm start is `cudal2 train --stage sft` with `train.sft_family = "tiled"` (the
 short mma.sync family: one text per point for every shape, about 4 KB, so a small model can learn
 to write it; an sm80 render is 3.4-3.8k tokens), two points per training shape of the grid; GRPO
@@ -126,12 +129,14 @@ def sample_and_score(model_dir: str, cfg: Config, svc: RewardService, n: int, st
 
 
 def main(out: Path, stage: str, sft_steps: int, grpo_steps: int, samples: int, grpo_lr: float) -> None:
+    """Each phase leaves its result in `out` and is skipped when run again (the device runs a
+    command for at most 10 minutes: run the same command until it prints the summary)."""
     out.mkdir(parents=True, exist_ok=True)
     # A tiled render is about 1430 tokens of this tokenizer (a general reference about 600), after a
     # prompt of about 3000 (stage matmul's contract) or 1000.
     cfg = Config.load(build={"cache_dir": str(out / "cache")},
                       train={"num_generations": 4, "max_completion_length": 1600 if stage == "matmul" else 1024,
-                             "save_steps": 1000,
+                             "save_steps": 5,   # GRPO resumes from its last checkpoint
                              "learning_rate": 1e-3,
                              # fp32 throughout: the before/after samples are drawn in fp32, so GRPO's own
                              # samples come from the same model
@@ -148,31 +153,45 @@ def main(out: Path, stage: str, sft_steps: int, grpo_steps: int, samples: int, g
         refs = [fam.render(x, p) for x in fam.points()]
         prompts = [m["content"] for t in tasks_by_name(stage).values() for m in prompter(cfg)(t)]
         train, sft_tasks = TRAIN_MM, None   # sft: the tiled renders over the grid's training split
-    model = small_model(out / "model", refs + prompts, positions=8192 if stage == "matmul" else 2048)
-    summary: dict = {"stage": stage, "train_tasks": train, "held_out": HELD_OUT if stage == "general" else HELD_OUT_MM}
-    t0 = time.monotonic()
-    sft(cfg, model, sft_steps, out / "sft", tasks=sft_tasks)
-    summary["sft_s"] = time.monotonic() - t0
-    svc = RewardService(cfg)
-    try:
-        summary["before"] = sample_and_score(str(out / "sft" / "final"), cfg, svc, samples, stage)
+    state = out / "summary.json"
+    summary: dict = json.loads(state.read_text()) if state.exists() else {
+        "stage": stage, "train_tasks": train, "held_out": HELD_OUT if stage == "general" else HELD_OUT_MM}
+
+    def save() -> None:
+        state.write_text(json.dumps(summary, indent=1))
+
+    if not (out / "sft" / "final").exists():
+        model = small_model(out / "model", refs + prompts, positions=8192 if stage == "matmul" else 2048)
+        t0 = time.monotonic()
+        sft(cfg, model, sft_steps, out / "sft", tasks=sft_tasks)
+        summary["sft_s"] = time.monotonic() - t0
+        save()
+    if "before" not in summary:
+        svc = RewardService(cfg)
+        try:
+            summary["before"] = sample_and_score(str(out / "sft" / "final"), cfg, svc, samples, stage)
+        finally:
+            svc.close()
+        save()
         print(json.dumps(summary["before"], indent=1), flush=True)
+    if not (out / "grpo" / "final").exists():
         t0 = time.monotonic()
         # GRPO at SFT's rate (1e-3) wrecked the model in one update on the H100 (entropy 0.12 -> 6.3 nats,
         # every later completion unparseable): policy updates take a far smaller step.
         g_cfg = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, learning_rate=grpo_lr))
-        grpo(g_cfg, str(out / "sft" / "final"), grpo_steps, out / "grpo", stage=stage, tasks=train, service=svc)
-        summary["grpo_s"] = time.monotonic() - t0
-    finally:
-        svc.close()
-    svc = RewardService(cfg)   # grpo closes the service it is given
-    try:
-        summary["after"] = sample_and_score(str(out / "grpo" / "final"), cfg, svc, samples, stage)
-    finally:
-        svc.close()
+        grpo(g_cfg, str(out / "sft" / "final"), grpo_steps, out / "grpo", stage=stage, tasks=train,
+             resume=(out / "grpo").exists())   # grpo closes the service it makes
+        summary["grpo_s"] = summary.get("grpo_s", 0.0) + time.monotonic() - t0
+        save()
+    if "after" not in summary:
+        svc = RewardService(cfg)
+        try:
+            summary["after"] = sample_and_score(str(out / "grpo" / "final"), cfg, svc, samples, stage)
+        finally:
+            svc.close()
     summary["grpo_steps"] = step_metrics(out / "grpo")
     summary["plot"] = str(plot(out / "grpo"))
-    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    save()
     print(json.dumps({k: v for k, v in summary.items() if k != "grpo_steps"}, indent=1))
 
 
