@@ -98,3 +98,41 @@ def test_relocated_constant_data_is_a_cubin_violation():
     info = CubinInfo(sections=[".text.k", ".nv.constant3", ".rela.nv.constant3"], entries=["k"])
     assert any("relocated constant data" in v for v in violations(info, ["k"]))
     assert violations(CubinInfo(sections=[".text.k", ".nv.constant3"], entries=["k"]), ["k"]) == []
+
+
+def test_an_indexed_read_of_the_parameter_bank_fails_the_build(tmp_path):
+    # bad/w_cbank_header_state.cu: the constant bank's generic base, read from the parameter
+    # bank's header by an ld.param through the address of a parameter plus a runtime offset
+    from .conftest import KERNELS
+    r = build((KERNELS / "bad" / "w_cbank_header_state.cu").read_text(), BuildConfig(cache_dir=str(tmp_path)))
+    assert not r.ok and r.stage == "build" and "parameter" in r.reason
+
+
+def test_a_load_through_a_parameters_generic_address_fails_the_build(tmp_path):
+    # the generic address of a __grid_constant__ parameter (cvta.param, which TMA kernels need),
+    # then a plain load below it: the same header words
+    state = ('__device__ __forceinline__ unsigned long long below(const int* p) {\n'
+             '  return *(volatile const unsigned long long*)((const char*)p - 320); }')
+    kernel = src(state).replace("int M, int N)", "const __grid_constant__ int M, int N)")
+    kernel = kernel.replace("EXTRA", "").replace("+ __half2float(B[i])", "+ __half2float(B[i]) + (float)below(&M)")
+    r = build(kernel, BuildConfig(cache_dir=str(tmp_path)))
+    assert not r.ok and r.stage == "build" and "parameter" in r.reason, r.reason
+
+
+def test_parameter_rules_pass_reads_inside_a_parameter_and_tma_descriptors():
+    from cudal2.harness.cubin import param_address_violations
+    ptx = """
+.entry k(.param .align 128 .b8 k_param_0[128], .param .u64 .ptr .global .align 1 k_param_1, .param .u32 k_param_2)
+{
+	mov.b64 	%rd1, k_param_0;
+	ld.param.u64 	%rd2, [k_param_1];
+	ld.param.u32 	%r1, [k_param_2];
+	ld.param.v2.u32 	{%r2, %r3}, [k_param_0+120];
+	cvta.param.u64 	%rd3, %rd1;
+	prefetch.tensormap [%rd3];
+	cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%r4], [%rd3, {%r5, %r6}], [%r7];
+}"""
+    assert param_address_violations(ptx) == []
+    for bad in ("ld.param.v4.u32 {%r2, %r3, %r8, %r9}, [k_param_0+120];", "ld.param.u32 %r9, [k_param_2+-208];",
+                "ld.u64 %rd9, [%rd3];", "add.s64 %rd9, %rd1, 8;", "mov.u32 %r9, %envreg3;"):
+        assert param_address_violations(ptx.replace("prefetch.tensormap [%rd3];", bad)), bad

@@ -112,7 +112,8 @@ _GENERIC_INIT = re.compile(r"\bgeneric\s*\(")
 def ptx_violations(ptx: str) -> list[str]:
     """What the canonical PTX may not do: take a generic address of `__constant__` data, by
     cvta.const or by an initializer (`= generic(sym)`, a pointer stored in module data), through
-    which constant memory could be written and kept from one call to the next."""
+    which constant memory could be written and kept from one call to the next; or reach the
+    launch's parameter bank outside its parameters (`param_address_violations`)."""
     out = []
     if _CONST_TO_GENERIC.search(ptx):
         out.append("a generic pointer to __constant__ memory (cvta.const): constant data is read-only and may not "
@@ -120,6 +121,83 @@ def ptx_violations(ptx: str) -> list[str]:
     if _GENERIC_INIT.search(ptx):
         out.append("a generic address of module data in an initializer (generic(...)): a pointer stored in "
                    "__constant__ memory reaches module memory that keeps state between calls")
+    return out + param_address_violations(ptx)
+
+
+# The parameter bank (constant bank 0) holds, below the parameters, driver-filled words such as
+# the generic base of the module's constant bank (what cvta.const loads): a kernel that reads them
+# can write __constant__ memory, which keeps state between calls. So an address of the parameters
+# may only read a parameter (ld.param within its bounds) or name a TMA descriptor.
+_PARAM_DECL = re.compile(r"\.param\s+(?:\.align\s+\d+\s+)?\.([a-z]+)(\d*)(?:\s+\.(?:ptr|global|shared|const|local|align\s+\d+))*"
+                         r"\s+([A-Za-z_$][\w$]*)(?:\[(\d+)\])?")
+_REG = re.compile(r"%[A-Za-z]+\d*")
+_TMA_OPS = ("cp.async.bulk.tensor", "cp.reduce.async.bulk.tensor", "prefetch.tensormap", "fence.proxy.tensormap")
+_ENVREG = re.compile(r"%envreg\d+")
+
+
+def _param_sizes(ptx: str) -> dict[str, int]:
+    sizes = {}
+    for kind, bits, name, count in _PARAM_DECL.findall(ptx):
+        elem = (int(bits) // 8 if bits else 8) if kind != "pred" else 1
+        sizes[name] = elem * (int(count) if count else 1)
+    return sizes
+
+
+def param_address_violations(ptx: str) -> list[str]:
+    """Uses of a parameter's address other than `ld.param` inside that parameter, `cvta.param` of it,
+    a TMA instruction naming it, or a plain copy of it; `ld.param` through any other register or
+    outside its parameter; and %envreg (driver words). One line each, at most five."""
+    sizes = _param_sizes(ptx)
+    body = re.sub(r"//[^\n]*", "", ptx)
+    out: list[str] = []
+    if _ENVREG.search(body):
+        out.append("reads a driver register (%envreg): the launch's driver words are not the kernel's to read")
+    # Per function: register names are reused from one function to the next.
+    for fn in re.split(r"\.(?:entry|func)\s", body)[1:]:
+        out += _param_uses(fn, sizes)
+    return out[:5]
+
+
+def _param_uses(body: str, sizes: dict[str, int]) -> list[str]:
+    kind: dict[str, str] = {}     # register -> "P:<param>" (param-space address) or "G" (cvta.param of one)
+    out: list[str] = []
+    stmts = [x.strip() for x in body.split(";")]
+    for _ in range(2):   # a copy may come before its source in the text (loops): two passes settle it
+        for st in stmts:
+            st = re.sub(r"^@!?%\w+\s+", "", st.split("\n")[-1].strip()) if st else st
+            op, _, rest = st.partition(" ")
+            args = [a.strip() for a in rest.split(",")]
+            if op.startswith("mov.") and len(args) == 2 and _REG.fullmatch(args[0]):
+                if args[1] in sizes:
+                    kind[args[0]] = "P:" + args[1]
+                elif args[1] in kind:
+                    kind[args[0]] = kind[args[1]]
+            elif op.startswith("cvta.param") and len(args) == 2 and kind.get(args[1], "").startswith("P:"):
+                kind[args[0]] = "G"
+    for st in stmts:
+        st = re.sub(r"^@!?%\w+\s+", "", st.split("\n")[-1].strip()) if st else st
+        op, _, rest = st.partition(" ")
+        if not op or op.startswith("."):
+            continue
+        args = [a.strip() for a in rest.split(",")]
+        if op.startswith("ld.param"):
+            m = re.search(r"\[\s*([%\w$]+)\s*(?:\+\s*(-?\d+))?\s*\]", rest)
+            base, off = (m.group(1), int(m.group(2) or 0)) if m else ("", 0)
+            name = kind.get(base, "P:")[2:] if base.startswith("%") else base
+            vec, bits = re.search(r"\.v(\d)", op), re.findall(r"\.[bsuf](\d+)", op)
+            width = (int(vec.group(1)) if vec else 1) * (int(bits[-1]) // 8 if bits else 1)
+            if name not in sizes or not 0 <= off <= sizes[name] - width:
+                out.append(f"`{st[:80]}` reads the parameter bank outside a parameter")
+            continue
+        if op.startswith(("mov.", "cvta.param")) and len(args) == 2 and args[0] in kind:
+            continue   # the copies and conversions classified above
+        used = [r for r in _REG.findall(rest) if r in kind]
+        if not used and not any(a in sizes for a in args):
+            continue
+        if op.startswith(_TMA_OPS) and all(kind[r] == "G" for r in used):
+            continue
+        out.append(f"`{st[:80]}` uses the address of a kernel parameter other than to read it or to name a TMA "
+                   "descriptor")
     return out
 
 
