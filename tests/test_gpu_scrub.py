@@ -84,10 +84,12 @@ def test_no_word_of_the_local_window_survives_a_scrub():
 
 _BELOW = """
 import cupy as cp, numpy as np, sys
-from cudal2.harness import guards
+from cudal2.config import Config
+from cudal2.harness import guards, judge
 m = cp.RawModule(code=open(sys.argv[1]).read())
-a = cp.random.standard_normal((512, 512)).astype(cp.float16)
-(a @ a).sum().get()   # cuBLAS in this context, as in the judge's
+cfg = Config.load(timing={"repeats": 2, "autotune_k": 4, "min_replay_ms": 0.2, "max_sets": 4})
+for M, N, K in ((64, 64, 64), (257, 136, 1032), (4096, 4096, 4096)):
+    judge.baselines_job(M, N, K, cfg)   # every baseline the judge runs (cuBLAS, cuBLASLt autotuned)
 guards.scrub()
 out = cp.zeros(2, dtype=cp.uint64)
 m.get_function("frame_addr")((1,), (32,), (out,))
@@ -98,8 +100,9 @@ cp.cuda.Device().synchronize()
 
 
 def test_the_window_ends_below_the_scrubbed_frame():
-    # What the scrub cannot reach must not exist: below a LOCAL_BYTES frame a store faults,
-    # after cuBLAS and the harness's kernels ran in the process.
+    # What the scrub cannot reach must not exist: below a LOCAL_BYTES frame a store faults, after
+    # every baseline (cuBLAS, cuBLASLt autotuned, at three shapes) and the harness's kernels ran
+    # in the process.
     import subprocess
     import sys
     p = subprocess.run([sys.executable, "-c", _BELOW, str(KERNELS / "probe" / "local_window.cu")],

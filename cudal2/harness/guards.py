@@ -256,7 +256,10 @@ extern "C" __global__ void __launch_bounds__(1024, 2) cudal2_scrub_local(u64 key
         asm volatile("st.local.u32 [%0], %1;" :: "r"(a), "r"((unsigned)mix(key ^ (t << 24) ^ a)) : "memory");
     if (frame[(unsigned)t % LOCAL_WORDS] == 0x9E3779B9u && sink) sink[0] = 1u;  // keeps the frame live
 }
-// Registers: 32 per thread at 2048 threads per SM is the whole 64K-register file, all written.
+// Registers: 32 per thread at 2048 threads per SM is the whole 64K-register file; ptxas makes 29
+// of each thread's 32 the destination of a write (R28, R30 and R31 were not, in a review's
+// disassembly). That leaves a register another kernel can see only through a read of a register it
+// never wrote, which PTX cannot express (ptxas gives every PTX register a defined value first).
 extern "C" __global__ void __launch_bounds__(1024, 2) cudal2_scrub_regs(u64 key, unsigned* sink) {
     unsigned v[28];
     const u64 t = ((u64)blockIdx.x << 10) | threadIdx.x;
