@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 import random
+import secrets
 import time
 
 from cudal2.config import Config
@@ -90,6 +91,7 @@ class _Setup:
         self.sets = [_views(self.arena, i * k, self.bufs, sizes) for i in range(nsets)]
         self.ws = [self.arena.ptr(i * k + k - 1) for i in range(nsets)]
         self.seeds = [0] * nsets
+        self._gen = None
         self.names = [f"{([b.name for b in self.bufs] + ['the workspace'])[j % k]} of set {j // k}"
                       for j in range(k * nsets)]
 
@@ -104,13 +106,21 @@ class _Setup:
         for b in self.task.outputs:
             y = self.sets[i][b.name]
             if y.is_floating_point():
-                y.copy_(torch.randn(y.shape, device=y.device) * 4)
+                y.copy_(torch.randn(y.shape, device=y.device, generator=self._poison()) * 4)
             else:
-                y.copy_(torch.randint(-2**30, 2**30, y.shape, device=y.device, dtype=y.dtype))
+                y.copy_(torch.randint(-2**30, 2**30, y.shape, device=y.device, dtype=y.dtype, generator=self._poison()))
         if self.ws_bytes:
             k = len(self.bufs) + 1
             w = torch.from_dlpack(self.arena.view(i * k + k - 1, "uint8", (self.ws_bytes,)))
-            w.copy_(torch.randint(0, 256, w.shape, device=w.device, dtype=torch.uint8))
+            w.copy_(torch.randint(0, 256, w.shape, device=w.device, dtype=torch.uint8, generator=self._poison()))
+
+    def _poison(self):
+        """A generator for the poison, seeded from the OS: torch's default one starts from a fixed
+        seed in every process, so its draws could be known in advance."""
+        import torch
+        if self._gen is None:
+            self._gen = torch.Generator(device="cuda").manual_seed(secrets.randbits(62))
+        return self._gen
 
     def _draw(self, i: int) -> dict:
         import torch
