@@ -154,17 +154,18 @@ def param_address_violations(ptx: str) -> list[str]:
         out.append("reads a driver register (%envreg): the launch's driver words are not the kernel's to read")
     # Per function: register names are reused from one function to the next.
     for fn in re.split(r"\.(?:entry|func)\s", body)[1:]:
-        out += _param_uses(fn, sizes)
+        out += _param_uses(fn[fn.find("{") + 1:], sizes)   # the body, after the parameter list
     return out[:5]
 
 
 def _param_uses(body: str, sizes: dict[str, int]) -> list[str]:
     kind: dict[str, str] = {}     # register -> "P:<param>" (param-space address) or "G" (cvta.param of one)
     out: list[str] = []
-    stmts = [x.strip() for x in body.split(";")]
+    # One statement per `;`, on one line, without the labels, braces and predicate before it (a
+    # statement may span lines: its operands must not hide on a line of their own).
+    stmts = [re.sub(r"^(?:[{}]\s*|[\w$]+:\s*|@!?%\w+\s+)*", "", " ".join(x.split())) for x in body.split(";")]
     for _ in range(2):   # a copy may come before its source in the text (loops): two passes settle it
         for st in stmts:
-            st = re.sub(r"^@!?%\w+\s+", "", st.split("\n")[-1].strip()) if st else st
             op, _, rest = st.partition(" ")
             args = [a.strip() for a in rest.split(",")]
             if op.startswith("mov.") and len(args) == 2 and _REG.fullmatch(args[0]):
@@ -175,11 +176,13 @@ def _param_uses(body: str, sizes: dict[str, int]) -> list[str]:
             elif op.startswith("cvta.param") and len(args) == 2 and kind.get(args[1], "").startswith("P:"):
                 kind[args[0]] = "G"
     for st in stmts:
-        st = re.sub(r"^@!?%\w+\s+", "", st.split("\n")[-1].strip()) if st else st
         op, _, rest = st.partition(" ")
         if not op or op.startswith("."):
             continue
         args = [a.strip() for a in rest.split(",")]
+        if op.startswith("cvta.param") and kind.get(args[-1], "")[:2] != "P:":
+            out.append(f"`{st[:80]}` converts a parameter-space address that is not a parameter's")
+            continue
         if op.startswith("ld.param"):
             m = re.search(r"\[\s*([%\w$]+)\s*(?:\+\s*(-?\d+))?\s*\]", rest)
             base, off = (m.group(1), int(m.group(2) or 0)) if m else ("", 0)
