@@ -195,7 +195,8 @@ def _param_uses(body: str, sizes: dict[str, int]) -> list[str]:
         if op.startswith(("mov.", "cvta.param")) and len(args) == 2 and args[0] in kind:
             continue   # the copies and conversions classified above
         used = [r for r in _REG.findall(rest) if r in kind]
-        if not used and not any(a in sizes for a in args):
+        # (a call's argument list names the call's own .param variables: those are not the kernel's)
+        if not used and (op.startswith("call") or not any(a in sizes for a in args)):
             continue
         if op.startswith(_TMA_OPS) and all(kind[r] == "G" for r in used):
             continue
