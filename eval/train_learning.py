@@ -166,14 +166,18 @@ def main(out: Path, stage: str, sft_steps: int, grpo_steps: int, samples: int, g
         sft(cfg, model, sft_steps, out / "sft", tasks=sft_tasks)
         summary["sft_s"] = time.monotonic() - t0
         save()
-    if "before" not in summary:
+    def measure(key: str, model_dir: Path) -> None:
+        if key in summary:
+            return
         svc = RewardService(cfg)
         try:
-            summary["before"] = sample_and_score(str(out / "sft" / "final"), cfg, svc, samples, stage)
+            summary[key] = sample_and_score(str(model_dir), cfg, svc, samples, stage)
         finally:
             svc.close()
         save()
-        print(json.dumps(summary["before"], indent=1), flush=True)
+        print(json.dumps(summary[key], indent=1), flush=True)
+
+    measure("before", out / "sft" / "final")
     if not (out / "grpo" / "final").exists():
         t0 = time.monotonic()
         # GRPO at SFT's rate (1e-3) wrecked the model in one update on the H100 (entropy 0.12 -> 6.3 nats,
@@ -183,12 +187,7 @@ def main(out: Path, stage: str, sft_steps: int, grpo_steps: int, samples: int, g
              resume=(out / "grpo").exists())   # grpo closes the service it makes
         summary["grpo_s"] = summary.get("grpo_s", 0.0) + time.monotonic() - t0
         save()
-    if "after" not in summary:
-        svc = RewardService(cfg)
-        try:
-            summary["after"] = sample_and_score(str(out / "grpo" / "final"), cfg, svc, samples, stage)
-        finally:
-            svc.close()
+    measure("after", out / "grpo" / "final")
     summary["grpo_steps"] = step_metrics(out / "grpo")
     summary["plot"] = str(plot(out / "grpo"))
     save()
