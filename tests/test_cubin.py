@@ -136,5 +136,6 @@ def test_parameter_rules_pass_reads_inside_a_parameter_and_tma_descriptors():
     for bad in ("ld.param.v4.u32 {%r2, %r3, %r8, %r9}, [k_param_0+120];", "ld.param.u32 %r9, [k_param_2+-208];",
                 "ld.u64 %rd9, [%rd3];", "add.s64 %rd9, %rd1, 8;", "mov.u32 %r9, %envreg3;",
                 "mov.u64 %rd8, 208; cvta.param.u64 %rd9, %rd8;",          # a number made a param address
-                "$L__BB0_3:\n\tadd.s64\n\t%rd9,\n\t%rd3, -320;"):           # operands on lines of their own
+                "$L__BB0_3:\n\tadd.s64\n\t%rd9,\n\t%rd3, -320;",            # operands on lines of their own
+                "prefetch.tensormap [%rd3+-320];"):                           # a "descriptor" below the parameters
         assert param_address_violations(ptx.replace("prefetch.tensormap [%rd3];", bad)), bad

@@ -198,8 +198,9 @@ def _param_uses(body: str, sizes: dict[str, int]) -> list[str]:
         # (a call's argument list names the call's own .param variables: those are not the kernel's)
         if not used and (op.startswith("call") or not any(a in sizes for a in args)):
             continue
-        if op.startswith(_TMA_OPS) and all(kind[r] == "G" for r in used):
-            continue
+        if (op.startswith(_TMA_OPS) and all(kind[r] == "G" for r in used)
+                and not any(re.search(re.escape(r) + r"\s*[-+]", rest) for r in used)):
+            continue   # a descriptor named by its parameter's own address, no offset
         out.append(f"`{st[:80]}` uses the address of a kernel parameter other than to read it or to name a TMA "
                    "descriptor")
     return out
