@@ -85,6 +85,34 @@ def inspect(data: bytes) -> CubinInfo:
     return info
 
 
+@dataclass(frozen=True)
+class ConstantBank:
+    """A module-wide constant bank (`.nv.constant3`: the kernels' `__constant__` data) and the
+    variables in it: (name, offset in the bank), internal-linkage ones (nvcc's `_INTERNAL_`
+    names) last."""
+    section: str
+    size: int
+    symbols: tuple[tuple[str, int], ...]
+
+
+def constant_banks(data: bytes) -> list[ConstantBank]:
+    """The module-wide constant banks of a cubin (not the per-kernel parameter banks,
+    `.nv.constant0.<kernel>`), with their data symbols."""
+    secs = sections(data)
+    banks = {s.index: s for s in secs if re.fullmatch(r"\.nv\.constant\d+", s.name) and s.size}
+    syms: dict[int, list[tuple[str, int]]] = {i: [] for i in banks}
+    for s in secs:
+        if s.type != 2:  # SHT_SYMTAB
+            continue
+        strs = secs[s.link].offset
+        for j in range(s.size // (s.entsize or 24)):
+            st_name, st_info, _, st_shndx, st_value, _ = struct.unpack_from("<IBBHQQ", data, s.offset + j * 24)
+            if st_shndx in banks and st_name and st_info & 0xF == 1:   # STT_OBJECT: a variable
+                syms[st_shndx].append((_name_at(data, strs, st_name), st_value))
+    return [ConstantBank(banks[i].name, banks[i].size, tuple(sorted(syms[i], key=lambda x: "_INTERNAL_" in x[0])))
+            for i in banks]
+
+
 def violations(info: CubinInfo, kernels: list[str]) -> list[str]:
     out = []
     state = sorted(s for s in info.sections if s.startswith(".nv.global"))
