@@ -137,5 +137,9 @@ def test_parameter_rules_pass_reads_inside_a_parameter_and_tma_descriptors():
                 "ld.u64 %rd9, [%rd3];", "add.s64 %rd9, %rd1, 8;", "mov.u32 %r9, %envreg3;",
                 "mov.u64 %rd8, 208; cvta.param.u64 %rd9, %rd8;",          # a number made a param address
                 "$L__BB0_3:\n\tadd.s64\n\t%rd9,\n\t%rd3, -320;",            # operands on lines of their own
-                "prefetch.tensormap [%rd3+-320];"):                           # a "descriptor" below the parameters
+                "prefetch.tensormap [%rd3+-320];",                            # a "descriptor" below the parameters
+                "ld.param.u64 %rd9, /* [k_param_1] */ [k_param_1+-320];",    # a comment naming a good operand
+                "{ .reg .pred q; @q ld.weak.param.u64 %rd9, [k_param_1+-320]; }",   # a qualifier, a bare guard
+                "mov.b64 %t_1, k_param_1; mov.b64 %t_1, %rd7; ld.param.u64 %rd9, [%t_1];",  # a name defined twice
+                "cvta.to.param.u64 %rd9, %rd3;"):                              # generic back to param space
         assert param_address_violations(ptx.replace("prefetch.tensormap [%rd3];", bad)), bad

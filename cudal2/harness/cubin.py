@@ -158,7 +158,6 @@ def ptx_violations(ptx: str) -> list[str]:
 # may only read a parameter (ld.param within its bounds) or name a TMA descriptor.
 _PARAM_DECL = re.compile(r"\.param\s+(?:\.align\s+\d+\s+)?\.([a-z]+)(\d*)(?:\s+\.(?:ptr|global|shared|const|local|align\s+\d+))*"
                          r"\s+([A-Za-z_$][\w$]*)(?:\[(\d+)\])?")
-_REG = re.compile(r"%[A-Za-z]+\d*")
 _TMA_OPS = ("cp.async.bulk.tensor", "cp.reduce.async.bulk.tensor", "prefetch.tensormap", "fence.proxy.tensormap")
 _ENVREG = re.compile(r"%envreg\d+")
 
@@ -173,64 +172,101 @@ def _param_sizes(ptx: str) -> dict[str, int]:
 
 def param_address_violations(ptx: str) -> list[str]:
     """Uses of a parameter's address other than `ld.param` inside that parameter, `cvta.param` of it,
-    a TMA instruction naming it, or a plain copy of it; `ld.param` through any other register or
-    outside its parameter; and %envreg (driver words). One line each, at most five."""
+    a TMA instruction naming it, or a plain copy of it; any other access to the parameter space
+    (`ld`/`st` of `.param` through anything but a parameter's address, `cvta.to.param`); and
+    %envreg (driver words). One line each, at most five."""
     sizes = _param_sizes(ptx)
-    body = re.sub(r"//[^\n]*", "", ptx)
+    body = re.sub(r"/\*.*?\*/", " ", re.sub(r"//[^\n]*", "", ptx), flags=re.S)   # no comment hides anything
     out: list[str] = []
     if _ENVREG.search(body):
         out.append("reads a driver register (%envreg): the launch's driver words are not the kernel's to read")
+    entry = {n for head in re.findall(r"\.entry\s+[\w$]+\s*\((.*?)\)", body, flags=re.S)
+             for n in re.findall(r"([A-Za-z_$][\w$]*)\s*(?:\[\d+\])?\s*(?:,|$)", head.strip())}
     # Per function: register names are reused from one function to the next.
     for fn in re.split(r"\.(?:entry|func)\s", body)[1:]:
-        out += _param_uses(fn[fn.find("{") + 1:], sizes)   # the body, after the parameter list
+        if "{" in fn:   # (a prototype has no body)
+            out += _param_uses(fn[fn.find("{") + 1:], sizes, entry)
     return out[:5]
 
 
-def _param_uses(body: str, sizes: dict[str, int]) -> list[str]:
-    kind: dict[str, str] = {}     # register -> "P:<param>" (param-space address) or "G" (cvta.param of one)
-    out: list[str] = []
-    # One statement per `;`, on one line, without the labels, braces and predicate before it (a
-    # statement may span lines: its operands must not hide on a line of their own).
-    stmts = [re.sub(r"^(?:[{}]\s*|[\w$]+:\s*|@!?%\w+\s+)*", "", " ".join(x.split())) for x in body.split(";")]
-    for _ in range(2):   # a copy may come before its source in the text (loops): two passes settle it
-        for st in stmts:
-            op, _, rest = st.partition(" ")
-            args = [a.strip() for a in rest.split(",")]
-            if op.startswith("mov.") and len(args) == 2 and _REG.fullmatch(args[0]):
-                if args[1] in sizes:
-                    kind[args[0]] = "P:" + args[1]
-                elif args[1] in kind:
-                    kind[args[0]] = kind[args[1]]
-            elif op.startswith("cvta.param") and len(args) == 2 and kind.get(args[1], "").startswith("P:"):
-                kind[args[0]] = "G"
-    for st in stmts:
+_NAME = re.compile(r"%?[A-Za-z_$][\w$]*")
+_GUARD = re.compile(r"^(?:[{}]\s*|[\w$]+:(?!:)\s*|@!?%?[\w$]+\s+)*")   # scope braces, labels, guards
+
+
+def _statements(body: str) -> list[tuple[str, list[str], str]]:
+    """(op, operands, text) per statement: split at `;`, whitespace folded, the scope braces,
+    labels and guard predicates before it dropped, directives left out."""
+    out = []
+    for raw in body.split(";"):
+        st = _GUARD.sub("", " ".join(raw.split()))
         op, _, rest = st.partition(" ")
-        if not op or op.startswith("."):
-            continue
-        args = [a.strip() for a in rest.split(",")]
-        if op.startswith("cvta.param") and kind.get(args[-1], "")[:2] != "P:":
-            out.append(f"`{st[:80]}` converts a parameter-space address that is not a parameter's")
-            continue
-        if op.startswith("ld.param"):
-            m = re.search(r"\[\s*([%\w$]+)\s*(?:\+\s*(-?\d+))?\s*\]", rest)
-            base, off = (m.group(1), int(m.group(2) or 0)) if m else ("", 0)
-            name = kind.get(base, "P:")[2:] if base.startswith("%") else base
+        if op and not op.startswith("."):
+            out.append((op, [a.strip() for a in rest.split(",")] if rest else [], st))
+    return out
+
+
+def _classes(stmts, sizes: dict[str, int]) -> dict[str, str]:
+    """name -> "P:<param>" when every definition of it is a copy of that parameter's address,
+    "G" when every definition is a cvta.param of such a name (or a copy of one); names defined any
+    other way get no class (flow-insensitive: one other definition anywhere is enough)."""
+    defs: dict[str, list[tuple[str, list[str]]]] = {}
+    for op, args, _ in stmts:
+        if args and not args[0].startswith("["):   # the first operand is written, unless it is an address
+            for name in _NAME.findall(args[0]):
+                defs.setdefault(name, []).append((op, args))
+    cls: dict[str, str] = {}
+    for _ in range(len(defs) + 1):   # to a fixpoint: a copy's class follows its source's
+        new: dict[str, str] = {}
+        for name, ds in defs.items():
+            got = set()
+            for op, args in ds:
+                src = args[1] if len(args) == 2 else ""
+                if op.startswith("mov.") and src in sizes:
+                    got.add("P:" + src)
+                elif op.startswith("mov.") and src in cls:
+                    got.add(cls[src])
+                elif op.startswith("cvta.param") and cls.get(src, "").startswith("P:"):
+                    got.add("G")
+                else:
+                    got.add("other")
+            if len(got) == 1 and "other" not in got:
+                new[name] = got.pop()
+        if new == cls:
+            break
+        cls = new
+    return cls
+
+
+def _param_uses(body: str, sizes: dict[str, int], entry: set[str]) -> list[str]:
+    stmts = _statements(body)
+    cls = _classes(stmts, sizes)
+    out: list[str] = []
+    for op, args, st in stmts:
+        parts = op.split(".")
+        names = [n for n in _NAME.findall(" ".join(args)) if n in cls]
+        if "param" in parts or any(p.startswith("param::") for p in parts):   # the parameter space
+            m = re.fullmatch(r"\[\s*(%?[\w$]+)\s*(?:\+\s*(-?\d+)|-\s*(\d+))?\s*\]", args[-1] if op.startswith("ld")
+                             else args[0]) if args else None
+            base = m.group(1) if m else ""
+            off = int(m.group(2) or 0) - int(m.group(3) or 0) if m else 0
+            name = cls.get(base, "")[2:] if base in cls else base
             vec, bits = re.search(r"\.v(\d)", op), re.findall(r"\.[bsuf](\d+)", op)
             width = (int(vec.group(1)) if vec else 1) * (int(bits[-1]) // 8 if bits else 1)
-            if name not in sizes or not 0 <= off <= sizes[name] - width:
-                out.append(f"`{st[:80]}` reads the parameter bank outside a parameter")
+            if parts[0] == "cvta":
+                if op.startswith("cvta.to") or not cls.get(args[-1], "").startswith("P:"):
+                    out.append(f"`{st[:80]}` converts a parameter-space address that is not a parameter's")
+            elif (not parts[0] in ("ld", "st") or name not in sizes or not 0 <= off <= sizes[name] - width
+                  or (parts[0] == "st" and base not in sizes)):
+                out.append(f"`{st[:80]}` reaches the parameter bank outside a parameter")
             continue
-        if op.startswith(("mov.", "cvta.param")) and len(args) == 2 and args[0] in kind:
-            continue   # the copies and conversions classified above
-        used = [r for r in _REG.findall(rest) if r in kind]
-        # (a call's argument list names the call's own .param variables: those are not the kernel's)
-        if not used and (op.startswith("call") or not any(a in sizes for a in args)):
-            continue
-        if (op.startswith(_TMA_OPS) and all(kind[r] == "G" for r in used)
-                and not any(re.search(re.escape(r) + r"\s*[-+]", rest) for r in used)):
+        if op.startswith("mov.") and len(args) == 2 and args[0] in cls:
+            continue   # a copy that keeps its class (classified above)
+        if op.startswith(_TMA_OPS) and all(cls[n] == "G" for n in names) and not any(
+                re.search(re.escape(n) + r"\s*[-+]", st) for n in names):
             continue   # a descriptor named by its parameter's own address, no offset
-        out.append(f"`{st[:80]}` uses the address of a kernel parameter other than to read it or to name a TMA "
-                   "descriptor")
+        if names or (not op.startswith("call") and any(n in entry for n in _NAME.findall(" ".join(args)))):
+            out.append(f"`{st[:80]}` uses the address of a kernel parameter other than to read it or to name a TMA "
+                       "descriptor")
     return out
 
 
