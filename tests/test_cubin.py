@@ -93,11 +93,19 @@ def test_a_pointer_to_constant_memory_stored_by_an_initializer_fails_the_build(t
     assert not r.ok and r.stage == "build" and "generic(" in r.reason
 
 
+def test_module_constant_data_fails_the_build(tmp_path):
+    # no cvta.const, no initializer: the data alone is refused (a review wrote it through the
+    # bank's generic address read from driver words, and kept state past the bank's end)
+    state = '__constant__ float bias_table[4] = {0.0f, 0.0f, 0.0f, 0.0f};'
+    r = build(src(state, "+ bias_table[i % 4]"), BuildConfig(cache_dir=str(tmp_path)))
+    assert not r.ok and r.stage == "build" and "module __constant__ data" in r.reason
+
+
 def test_relocated_constant_data_is_a_cubin_violation():
     from cudal2.harness.cubin import CubinInfo, violations
     info = CubinInfo(sections=[".text.k", ".nv.constant3", ".rela.nv.constant3"], entries=["k"])
     assert any("relocated constant data" in v for v in violations(info, ["k"]))
-    assert violations(CubinInfo(sections=[".text.k", ".nv.constant3"], entries=["k"]), ["k"]) == []
+    assert violations(CubinInfo(sections=[".text.k", ".nv.constant0.k"], entries=["k"]), ["k"]) == []
 
 
 def test_an_indexed_read_of_the_parameter_bank_fails_the_build(tmp_path):
@@ -141,5 +149,8 @@ def test_parameter_rules_pass_reads_inside_a_parameter_and_tma_descriptors():
                 "ld.param.u64 %rd9, /* [k_param_1] */ [k_param_1+-320];",    # a comment naming a good operand
                 "{ .reg .pred q; @q ld.weak.param.u64 %rd9, [k_param_1+-320]; }",   # a qualifier, a bare guard
                 "mov.b64 %t_1, k_param_1; mov.b64 %t_1, %rd7; ld.param.u64 %rd9, [%t_1];",  # a name defined twice
-                "cvta.to.param.u64 %rd9, %rd3;"):                              # generic back to param space
+                "cvta.to.param.u64 %rd9, %rd3;",                               # generic back to param space
+                "add.s64 %rd3, %rd3, -320; ld.u64 %rd9, [%rd3];",              # the generic address redefined
+                "ld .param.u64 %rd9, [k_param_1+-320];",                       # an opcode's parts apart
+                "/* // */ ld.param.u64 %rd9, [k_param_1+-320];"):              # a line comment in a block one
         assert param_address_violations(ptx.replace("prefetch.tensormap [%rd3];", bad)), bad

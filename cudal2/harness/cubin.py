@@ -5,7 +5,9 @@ Guarantees:
   returns its sections, entry kernels and unresolved symbols;
 - `violations(info, kernels)` lists, one line each, what the contract forbids in the binary
   whatever the source looked like: writable module globals (`.nv.global*`: state that would
-  survive from one call to the next), unresolved symbols (device malloc/free, printf, device-side
+  survive from one call to the next), module `__constant__` data (`.nv.constant3`: a review
+  wrote it through its bank's generic address, read from driver words by spellings no text rule
+  caught, and kept state past its end; without a bank there is nothing to write), unresolved symbols (device malloc/free, printf, device-side
   launches: code the harness did not see), and spec kernels that are not entry points;
 - `ptx_violations(ptx)` lists what the PTX may not do (a generic address of constant memory,
   the one way to write it);
@@ -85,34 +87,6 @@ def inspect(data: bytes) -> CubinInfo:
     return info
 
 
-@dataclass(frozen=True)
-class ConstantBank:
-    """A module-wide constant bank (`.nv.constant3`: the kernels' `__constant__` data) and the
-    variables in it: (name, offset in the bank), internal-linkage ones (nvcc's `_INTERNAL_`
-    names) last."""
-    section: str
-    size: int
-    symbols: tuple[tuple[str, int], ...]
-
-
-def constant_banks(data: bytes) -> list[ConstantBank]:
-    """The module-wide constant banks of a cubin (not the per-kernel parameter banks,
-    `.nv.constant0.<kernel>`), with their data symbols."""
-    secs = sections(data)
-    banks = {s.index: s for s in secs if re.fullmatch(r"\.nv\.constant\d+", s.name) and s.size}
-    syms: dict[int, list[tuple[str, int]]] = {i: [] for i in banks}
-    for s in secs:
-        if s.type != 2:  # SHT_SYMTAB
-            continue
-        strs = secs[s.link].offset
-        for j in range(s.size // (s.entsize or 24)):
-            st_name, st_info, _, st_shndx, st_value, _ = struct.unpack_from("<IBBHQQ", data, s.offset + j * 24)
-            if st_shndx in banks and st_name and st_info & 0xF == 1:   # STT_OBJECT: a variable
-                syms[st_shndx].append((_name_at(data, strs, st_name), st_value))
-    return [ConstantBank(banks[i].name, banks[i].size, tuple(sorted(syms[i], key=lambda x: "_INTERNAL_" in x[0])))
-            for i in banks]
-
-
 def violations(info: CubinInfo, kernels: list[str]) -> list[str]:
     out = []
     state = sorted(s for s in info.sections if s.startswith(".nv.global"))
@@ -122,6 +96,11 @@ def violations(info: CubinInfo, kernels: list[str]) -> list[str]:
     if info.undefined:
         out.append(f"unresolved symbols {sorted(set(info.undefined))[:6]}: device malloc/free, printf and device-side "
                    "launches are not allowed")
+    banks = sorted(s for s in info.sections if re.fullmatch(r"\.nv\.constant\d+", s))
+    if banks:   # module memory: writable through the bank's generic address, and it outlives every call
+        out.append(f"module __constant__ data ({', '.join(banks)}): its memory lives as long as the module and a "
+                   "kernel can reach and write it, so it could carry state between calls; use constexpr values, "
+                   "or compute the table in the kernel")
     relocated = sorted(s for s in info.sections if s.startswith((".rela.nv.constant", ".rel.nv.constant")))
     if relocated:   # an address stored in constant data: a way to reach module memory and write it
         out.append(f"relocated constant data ({', '.join(relocated)}): a pointer kept in __constant__ memory "
@@ -133,7 +112,7 @@ def violations(info: CubinInfo, kernels: list[str]) -> list[str]:
     return out
 
 
-_CONST_TO_GENERIC = re.compile(r"\bcvta\.const\b")
+_CONST_TO_GENERIC = re.compile(r"\bcvta\s*\.\s*const\b")
 _GENERIC_INIT = re.compile(r"\bgeneric\s*\(")
 
 
@@ -176,7 +155,8 @@ def param_address_violations(ptx: str) -> list[str]:
     (`ld`/`st` of `.param` through anything but a parameter's address, `cvta.to.param`); and
     %envreg (driver words). One line each, at most five."""
     sizes = _param_sizes(ptx)
-    body = re.sub(r"/\*.*?\*/", " ", re.sub(r"//[^\n]*", "", ptx), flags=re.S)   # no comment hides anything
+    # Comments out in one left-to-right pass (a `//` inside a block comment must not eat its end).
+    body = re.sub(r"/\*.*?\*/|//[^\n]*", " ", ptx, flags=re.S)
     out: list[str] = []
     if _ENVREG.search(body):
         out.append("reads a driver register (%envreg): the launch's driver words are not the kernel's to read")
@@ -198,7 +178,9 @@ def _statements(body: str) -> list[tuple[str, list[str], str]]:
     labels and guard predicates before it dropped, directives left out."""
     out = []
     for raw in body.split(";"):
-        st = _GUARD.sub("", " ".join(raw.split()))
+        # (`ld .param.u64` is `ld.param.u64` to ptxas: an opcode's parts may stand apart)
+        st = re.sub(r"^([\w:]+(?:\s*\.\s*[\w:]+)*)", lambda m: re.sub(r"\s+", "", m.group(1)),
+                    _GUARD.sub("", " ".join(raw.split())))
         op, _, rest = st.partition(" ")
         if op and not op.startswith("."):
             out.append((op, [a.strip() for a in rest.split(",")] if rest else [], st))
@@ -241,6 +223,11 @@ def _param_uses(body: str, sizes: dict[str, int], entry: set[str]) -> list[str]:
     stmts = _statements(body)
     cls = _classes(stmts, sizes)
     out: list[str] = []
+    # A generic address of a parameter must stay one: a name cvta.param writes and anything else
+    # also writes would lose its class, and its uses their check.
+    for op, args, st in stmts:
+        if op.startswith("cvta.param") and args and cls.get(args[0]) != "G":
+            out.append(f"`{st[:80]}` writes a parameter's generic address into a register written otherwise too")
     for op, args, st in stmts:
         parts = op.split(".")
         names = [n for n in _NAME.findall(" ".join(args)) if n in cls]

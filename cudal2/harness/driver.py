@@ -77,9 +77,6 @@ def lib() -> ctypes.CDLL:
                                             ctypes.POINTER(ctypes.c_size_t)]
         _lib.cuModuleLoadData.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p]
         _lib.cuModuleUnload.argtypes = [ctypes.c_void_p]
-        _lib.cuModuleGetGlobal_v2.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_size_t),
-                                              ctypes.c_void_p, ctypes.c_char_p]
-        _lib.cuMemcpyDtoH_v2.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_size_t]
         _lib.cuStreamGetCaptureInfo_v2.argtypes = [
             ctypes.c_void_p, ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_uint64),
             ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.POINTER(ctypes.c_void_p)),

@@ -17,8 +17,8 @@ Guarantees, in order (the first failure stops the run and is recorded with its s
   local memory and registers an earlier call could have left something in; free pool blocks are
   unmapped; the call runs before any reference; its status must be 0; the stream, then the whole
   device, must drain within the deadline (else a hang); then A and B must be bitwise what their
-  seeds give ("inputs"), the arena's background intact ("canary") and the module's
-  `__constant__` memory as its load left it, and only then is the output compared. No reference copy of anything exists in device memory while candidate code
+  seeds give ("inputs") and the arena's background intact ("canary"), and only then is the
+  output compared. No reference copy of anything exists in device memory while candidate code
   runs: inputs, background and the spot checks' operands are regenerated from seeds on the host.
 - exact: {-1, 0, 1} inputs, output equal to the exact result.
 - gaussian: a Gaussian, a positive-mean and a cancelling trial (see `buffers.fill`; B is drawn
@@ -99,7 +99,7 @@ def load(req: JudgeRequest):
     """The callable candidate: a fresh v2 module, or a v1 library (in a process that leaves after)."""
     from cudal2.harness.loader import LoadError, load_artifact
     try:
-        cand = load_artifact(req.binary, req.kind, req.spec, checked=True)
+        cand = load_artifact(req.binary, req.kind, req.spec)
     except LoadError as e:
         raise Failed(Stage.LOAD, str(e)) from None
     except cp.cuda.runtime.CUDARuntimeError as e:
@@ -241,7 +241,6 @@ class Judge:
         if not t.inputs_intact():
             raise Failed(Stage.INPUTS, "the call modified A or B")
         check_arena(t.arena, lambda i: Trial.NAMES[i], "")
-        self.check_constants(stage, "")
 
     def guarded_call(self, a: int, b: int, c: int, p: Problem, w: int, wb: int, stage: Stage, timeout: float) -> None:
         beat(stage.value, timeout + 30)
@@ -558,14 +557,6 @@ class Judge:
         if bad:
             raise Failed(Stage.INPUTS, f"{bad} elements of A or B changed during timed calls")
         check_arena(sets.arena, lambda i: sets.names[i], " during timed calls")
-        self.check_constants(Stage.TIMING, " during timed calls")
-
-    def check_constants(self, stage: Stage, when: str) -> None:
-        """The candidate's `__constant__` memory is what its load put there (device drained)."""
-        changed = getattr(self.cand, "constants_changed", None)
-        if changed and (n := changed()):
-            raise Failed(stage, f"{n} bytes of the kernel's __constant__ memory changed{when}: module memory "
-                                "may not carry state between calls")
 
     def check_harness_buffers(self, sets: Sets, regen_a: bool, flush: cp.ndarray) -> None:
         """After timing, what no candidate buffer leads to but a stray write could still hit: the

@@ -38,9 +38,8 @@ class Candidate:
         return int(self._gemm(a, b, c, M, N, K, workspace, workspace_bytes, stream))
 
 
-def load_artifact(path: str, kind: str | None = None, spec: dict | None = None, checked: bool = False):
-    """The callable for a built binary: a v2 `module.Module` for a cubin (`checked`: its constant
-    memory watched, for a judge), else a v1 `Candidate`."""
+def load_artifact(path: str, kind: str | None = None, spec: dict | None = None):
+    """The callable for a built binary: a v2 `module.Module` for a cubin, else a v1 `Candidate`."""
     if (kind or ("cubin" if path.endswith(".cubin") else "shared_object")) == "cubin":
         import json
         from pathlib import Path
@@ -50,7 +49,7 @@ def load_artifact(path: str, kind: str | None = None, spec: dict | None = None, 
         try:
             if spec is None:
                 spec = json.loads((Path(path).parent / "build.json").read_text())["spec"]
-            return load(path, spec, checked)
+            return load(path, spec)
         except (ModuleError, SpecError, OSError, KeyError, ValueError) as e:
             raise LoadError(f"cannot load {path}: {e}") from None
     return load_candidate(path)

@@ -11,10 +11,6 @@ Guarantees:
   kernels in order on `stream` with `cuLaunchKernelEx` (cluster dimensions as launch
   attributes); it returns 0, or the CUDA error code of the first launch that failed;
 - `local_bytes` is the largest per-thread local frame of its kernels (the judge bounds it);
-- with `checked` (the judges), `constants_changed()` counts the bytes of the module's
-  `__constant__` banks that differ from what the load put there (located through their variables'
-  names at load; a bank none of them locates is a `LoadError`): constant data is read-only, so
-  any difference is a kernel keeping state in module memory;
 - `close()` unloads the module: nothing of one candidate outlives its judging.
 
 Does not: run any code of the candidate's on the host (there is none: the cubin is device code),
@@ -52,7 +48,7 @@ def _expected_size(kind: str, spec: LaunchSpec) -> int:
 
 
 class Module:
-    def __init__(self, data: bytes, spec: LaunchSpec, checked: bool = False):
+    def __init__(self, data: bytes, spec: LaunchSpec):
         self.spec = spec
         try:
             driver.primary_context()
@@ -76,9 +72,6 @@ class Module:
             for k in spec.kernels:
                 self._check_params(k.name, [a if isinstance(a, str) else next(iter(a)) for a in k.args])
             self.local_bytes = max(self._attribute(f, driver.ATTR_LOCAL_SIZE_BYTES) for f in self._fns.values())
-            # (`checked`: the judges. The library skips it: its first call at a shape may come
-            # while the caller captures a CUDA graph, where a synchronous copy is not allowed.)
-            self._banks = [(base, self._read(base, size)) for base, size in self._locate_banks(data)] if checked else []
         except LoadError:
             self.close()
             raise
@@ -101,41 +94,6 @@ class Module:
                                 f"{_expected_size(kind, self.spec)}")
         if cu.cuFuncGetParamInfo(fn, len(kinds), ctypes.byref(offset), ctypes.byref(size)) == driver.CUDA_SUCCESS:
             raise LoadError(f"kernel {name} has more than the {len(kinds)} parameters the spec passes")
-
-    def _locate_banks(self, data: bytes) -> list[tuple[int, int]]:
-        """(device address, bytes) of each module-wide constant bank, through any of its symbols."""
-        from cudal2.harness import cubin
-        try:
-            banks = cubin.constant_banks(data)
-        except cubin.CubinError as e:
-            raise LoadError(f"unreadable cubin: {e}") from None
-        out = []
-        for bank in banks:
-            dptr, size = ctypes.c_uint64(), ctypes.c_size_t()
-            for name, offset in bank.symbols:
-                if driver.lib().cuModuleGetGlobal_v2(ctypes.byref(dptr), ctypes.byref(size), self._mod,
-                                                     name.encode()) == driver.CUDA_SUCCESS:
-                    out.append((dptr.value - offset, bank.size))
-                    break
-            else:
-                raise LoadError(f"the judge cannot locate the module's {bank.section} ({bank.size} bytes of "
-                                "__constant__ data) to check it between calls: give that data external linkage")
-        return out
-
-    @staticmethod
-    def _read(base: int, size: int) -> bytes:
-        buf = ctypes.create_string_buffer(size)
-        _check(driver.lib().cuMemcpyDtoH_v2(buf, base, size), "reading __constant__ memory")
-        return buf.raw
-
-    def constants_changed(self) -> int:
-        """Bytes of the module's constant banks that differ from their loaded image (synchronous)."""
-        total = 0
-        for base, image in self._banks:
-            now = self._read(base, len(image))
-            if now != image:
-                total += sum(x != y for x, y in zip(image, now))
-        return total
 
     def handle(self, name: str) -> int:
         """The CUfunction of kernel `name` as an integer (for the library's compiled dispatcher)."""
@@ -206,7 +164,7 @@ class Module:
             self._mod = None
 
 
-def load(path: str, spec: dict | LaunchSpec, checked: bool = False) -> Module:
+def load(path: str, spec: dict | LaunchSpec) -> Module:
     with open(path, "rb") as f:
         data = f.read()
-    return Module(data, spec if isinstance(spec, LaunchSpec) else LaunchSpec.from_dict(spec), checked)
+    return Module(data, spec if isinstance(spec, LaunchSpec) else LaunchSpec.from_dict(spec))

@@ -35,8 +35,10 @@ BN=64..128 plus split-K, e.g. 128x1024x16384 as 64x64 tiles x 4 splits = 128 CTA
 is not offered: wgmma's M is 64 per warpgroup, so it would multiply 32 rows of zeros and be no
 faster than 64 rows.
 
-- ORDER="hilbert": the persistent grid walks the items along a generalized Hilbert curve
-  (`kernels/hilbert.py`, a table in constant memory), not in GROUP_M groups. Counted over windows
+- ORDER="hilbert" (refused by `invalid` for now: its table is module `__constant__` data, which the
+  contract refuses since a review kept state in module memory; the template and the walk stay,
+  for a kernel that computes the walk itself): the persistent grid walks the items along a
+  generalized Hilbert curve (`kernels/hilbert.py`, a table in constant memory), not in GROUP_M groups. Counted over windows
   of 132 consecutive items (one wave) it touches as many distinct tile rows plus columns as
   GROUP_M=8 (28 against 27-29 at 32x64 to 96x96 items): an option for the search to measure, not a
   promised gain.
@@ -227,6 +229,8 @@ class Sm90Raw(Family):
                 return f"ORDER=hilbert changes nothing here: all {d['ITEMS']} items run in the first wave"
             if params["GROUP_M"] != self.space["GROUP_M"][0]:
                 return f"ORDER=hilbert does not use GROUP_M (the same kernel as GROUP_M={self.space['GROUP_M'][0]})"
+            return ("ORDER=hilbert: its walk table is module __constant__ data, which contract v2 now refuses "
+                    "(module memory could carry state between calls); not offered until the kernel computes the walk")
         if (params["MAX_CTAS"] != self.space["MAX_CTAS"][0] and d["SCHED"] == "tiles"
                 and d["UNITS"] * CL <= params["MAX_CTAS"]):
             return (f"MAX_CTAS={params['MAX_CTAS']} changes nothing here: {d['UNITS'] * CL} CTAs "
