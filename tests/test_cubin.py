@@ -154,3 +154,9 @@ def test_parameter_rules_pass_reads_inside_a_parameter_and_tma_descriptors():
                 "ld .param.u64 %rd9, [k_param_1+-320];",                       # an opcode's parts apart
                 "/* // */ ld.param.u64 %rd9, [k_param_1+-320];"):              # a line comment in a block one
         assert param_address_violations(ptx.replace("prefetch.tensormap [%rd3];", bad)), bad
+
+
+def test_state_past_the_constant_bank_fails_the_build(tmp_path):
+    from .conftest import KERNELS
+    r = build((KERNELS / "bad" / "x_constant_past_end.cu").read_text(), BuildConfig(cache_dir=str(tmp_path)))
+    assert not r.ok and r.stage == "build"
