@@ -82,15 +82,9 @@ class Family:
         """Template variables beyond the parameters and the shape (derived constants)."""
         return {}
 
-    def tables(self, params: Params, p: Problem) -> dict[str, Any]:
-        """Template data only a rendered file needs (tables): computed in `render` alone, not in
-        `context`, which `invalid` and `prior` call for every point of the space."""
-        return {}
-
     def render(self, params: Params, p: Problem) -> str:
         ctx = {**params, "M": p.M, "N": p.N, "K": p.K, "family": self.name, "shape_specific": self.shape_specific,
-               "params_json": json.dumps(params, sort_keys=True), **self.context(params, p),
-               **self.tables(params, p)}
+               "params_json": json.dumps(params, sort_keys=True), **self.context(params, p)}
         return _env.get_template(self.template).render(**ctx)
 
     def points(self) -> list[Params]:

@@ -35,15 +35,10 @@ BN=64..128 plus split-K, e.g. 128x1024x16384 as 64x64 tiles x 4 splits = 128 CTA
 is not offered: wgmma's M is 64 per warpgroup, so it would multiply 32 rows of zeros and be no
 faster than 64 rows.
 
-- ORDER="hilbert" (refused by `invalid` for now: its table is module `__constant__` data, which the
-  contract refuses since a review kept state in module memory; the template and the walk stay,
-  for a kernel that computes the walk itself): the persistent grid walks the items along a
-  generalized Hilbert curve (`kernels/hilbert.py`, a table in constant memory), not in GROUP_M groups. Counted over windows
-  of 132 consecutive items (one wave) it touches as many distinct tile rows plus columns as
-  GROUP_M=8 (28 against 27-29 at 32x64 to 96x96 items): an option for the search to measure, not a
-  promised gain.
-
-Not covered yet (issue 12 lists them): a stream-K hybrid (whole tiles
+Not covered yet (issue 12 lists them): Hilbert order (within the ~132 tiles in flight it would
+make the footprint only a few percent squarer than GROUP_M=8/16; a version that rendered the walk
+as a __constant__ table was removed when contract v2 began refusing module constant data, and a
+walk computed in the kernel is not written), a stream-K hybrid (whole tiles
 for the full waves, stream-K for the last), clusters along N (A multicast), 128 x N ping-pong
 consumers, a TMA-store (or reduce-scatter in the cluster) epilogue for the partials.
 
@@ -72,7 +67,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from cudal2.kernels import hilbert
 from cudal2.kernels.family import Family, Limits, Params, cdiv, register
 from cudal2.problem import Problem
 
@@ -92,7 +86,6 @@ ALIGN_SLACK = 1024             # the template aligns the dynamic smem base up to
 RED_THREADS = 256              # sm90raw_reduce: threads per CTA, 8 output elements each
 MAX_WORKSPACE = 1 << 30        # fp32 partials beyond this are never worth it
 MIN_KTILES_PER_UNIT = 4        # a split or stream-K run shorter than this never fills the ring
-MAX_HILBERT_ITEMS = 4096       # the walk's table: 4 bytes an item of the 64 KiB of constant memory
 
 
 class Sm90Raw(Family):
@@ -119,10 +112,6 @@ class Sm90Raw(Family):
         # "tiles": whole items per CTA (with SPLIT_K); "streamk": every CTA an equal run of all the k-tile
         # iterations, partial tiles fixed up by sm90raw_reduce (against wave quantization)
         "SCHED": ("tiles", "streamk"),
-        # the order the persistent grid walks its work items: "grouped" (GROUP_M item-rows at a time,
-        # down each column) or "hilbert" (a generalized Hilbert walk over the item grid, rendered as a
-        # table in constant memory; whole tiles only)
-        "ORDER": ("grouped", "hilbert"),
     }
 
     def context(self, params: Params, p: Problem) -> dict[str, Any]:
@@ -151,7 +140,6 @@ class Sm90Raw(Family):
             per_cta_ktiles = cdiv(units, workers) * cdiv(ktiles, S)
         ws = S > 1 or sched == "streamk"
         return {
-            "ORDER": params.get("ORDER", "grouped"),
             "SPLIT_K": S, "SCHED": sched, "WS": ws, "UNITS": units, "WORKERS": workers,
             "TOTAL_ITERS": items * ktiles, "PER_CTA_KTILES": per_cta_ktiles,
             "WS_BYTES": slots * BM * BN * 4, "RED_THREADS": RED_THREADS,
@@ -170,15 +158,6 @@ class Sm90Raw(Family):
             "WGMMA_D_BIND": [", ".join(f'"+f"(d[{i}])' for i in range(j, min(j + 8, BN // 2)))
                              + ("," if j + 8 < BN // 2 else "") for j in range(0, BN // 2, 8)],
         }
-
-    def tables(self, params: Params, p: Problem) -> dict[str, Any]:
-        """ORDER=hilbert: the walk over the item grid, (item row, tile col) packed as row << 16 | col
-        (the walk's x runs along the columns), 12 numbers a line of the constant table."""
-        if params.get("ORDER", "grouped") != "hilbert":
-            return {"WALK": []}
-        packed = [y << 16 | x for x, y in hilbert.walk(cdiv(p.N, params["BN"]),
-                                                          cdiv(cdiv(p.M, params["BM"]), params["CLUSTER"]))]
-        return {"WALK": [", ".join(str(v) for v in packed[j:j + 12]) for j in range(0, len(packed), 12)]}
 
     def invalid(self, params: Params, p: Problem, lim: Limits) -> str | None:
         BM, BN, C, STAGES = params["BM"], params["BN"], params["CONSUMERS"], params["STAGES"]
@@ -218,19 +197,6 @@ class Sm90Raw(Family):
         why = self._invalid_split(params, p, lim, d)
         if why:
             return why
-        if d["ORDER"] not in self.space["ORDER"]:
-            return f"ORDER={d['ORDER']!r}: one of {self.space['ORDER']}"
-        if d["ORDER"] == "hilbert":
-            if d["WS"]:
-                return "ORDER=hilbert: whole tiles only (split-K and stream-K find a tile's slots by the grouped order)"
-            if d["ITEMS"] > MAX_HILBERT_ITEMS:
-                return f"ORDER=hilbert: {d['ITEMS']} items exceed the {MAX_HILBERT_ITEMS}-entry walk table"
-            if d["ITEMS"] <= d["GRID"] // CL:
-                return f"ORDER=hilbert changes nothing here: all {d['ITEMS']} items run in the first wave"
-            if params["GROUP_M"] != self.space["GROUP_M"][0]:
-                return f"ORDER=hilbert does not use GROUP_M (the same kernel as GROUP_M={self.space['GROUP_M'][0]})"
-            return ("ORDER=hilbert: its walk table is module __constant__ data, which contract v2 now refuses "
-                    "(module memory could carry state between calls); not offered until the kernel computes the walk")
         if (params["MAX_CTAS"] != self.space["MAX_CTAS"][0] and d["SCHED"] == "tiles"
                 and d["UNITS"] * CL <= params["MAX_CTAS"]):
             return (f"MAX_CTAS={params['MAX_CTAS']} changes nothing here: {d['UNITS'] * CL} CTAs "
