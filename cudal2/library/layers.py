@@ -103,10 +103,7 @@ def public_linear():
         ext = dispatch.load() if torch.cuda.is_available() else None
     except ImportError:
         return linear
-    if ext is None:
-        return linear
-    door_for(ext)
-    return ext.linear_door
+    return linear if ext is None else door_for(ext)
 
 
 def door_for(ext):

@@ -157,9 +157,10 @@ def sft_rows(cfg: Config, n: int, trace: Path | None = None, retriever=None) -> 
         # completions are all the same kernel.
         best = max(pts, key=lambda x: fam.prior(x, t.problem, Limits()))
         others = [x for x in pts if x != best]
+        messages = prompt(t)
         for params in [best] + ([rng.choice(others)] if others else []):
-            rows.append({"prompt": prompt(t), "completion": [{"role": "assistant", "content":
-                                                              f"```cuda\n{fam.render(params, t.problem)}\n```"}]})
+            rows.append({"prompt": messages, "completion": [{"role": "assistant", "content":
+                                                             f"```cuda\n{fam.render(params, t.problem)}\n```"}]})
         if len(rows) >= n:
             break
     rows = rows[:n]

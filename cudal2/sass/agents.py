@@ -100,6 +100,16 @@ def _finish(name: str, game: Game, finalists: list[tuple[float, dict]], min_gain
                        time.monotonic() - since[0], trace)
 
 
+def _keep_best(top: list[tuple[float, dict]], gain: float, game: Game, finalists: int, trace: list) -> list:
+    """`top` (the best distinct states measured, (gain, orders), best first, at most `finalists`)
+    with the game's current state in it if it earns a place; a new best goes to `trace`."""
+    orders = game.orders()
+    if gain > 0 and (len(top) < finalists or gain > top[-1][0]) and all(o != orders for _, o in top):
+        top = sorted(top + [(gain, orders)], key=lambda x: -x[0])[:finalists]
+        trace.append((game.stats.measured, top[0][0]))
+    return top
+
+
 def _prefer_loops(game: Game, actions: list[int], k: int, rng: random.Random) -> list[int]:
     """Up to k actions: those in loop blocks first (where the time goes), each group shuffled."""
     inner = [a for a in actions if game.block_at[a // 2] in game.loop_blocks]
@@ -167,9 +177,7 @@ def anneal(game: Game, budget: Budget, t_start: float = 0.01, t_end: float = 0.0
         temp = t_start * (t_end / t_start) ** min(1.0, spent)
         if g >= current or rng.random() < math.exp((g - current) / temp):
             current = g
-            if g > 0 and (len(top) < finalists or g > top[-1][0]) and all(o != game.orders() for _, o in top):
-                top = sorted(top + [(g, game.orders())], key=lambda x: -x[0])[:finalists]
-                trace.append((game.stats.measured, top[0][0]))
+            top = _keep_best(top, g, game, finalists, trace)
         else:
             game.undo(a)
     return _finish("anneal", game, top, min_gain, since, trace)

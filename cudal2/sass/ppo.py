@@ -28,7 +28,7 @@ import random
 
 import numpy as np
 
-from cudal2.sass.agents import AgentResult, Budget, _finish
+from cudal2.sass.agents import AgentResult, Budget, _finish, _keep_best
 from cudal2.sass.game import Game
 
 
@@ -72,13 +72,6 @@ def ppo(game: Game, budget: Budget, episode_len: int = 8, episodes_per_update: i
     stale = 0    # batches in a row that measured nothing new (every state already cached)
     updates = 0
 
-    def remember(gain: float) -> None:
-        nonlocal top
-        orders = game.orders()
-        if gain > 0 and (len(top) < finalists or gain > top[-1][0]) and all(o != orders for _, o in top):
-            top = sorted(top + [(gain, orders)], key=lambda x: -x[0])[:finalists]
-            trace.append((game.stats.measured, top[0][0]))
-
     while budget.spent(game, since) < 1.0 and stale < 50:
         batch = {"obs": [], "mask": [], "act": [], "logp": [], "val": [], "rew": [], "done": []}
         measured = game.stats.measured
@@ -103,7 +96,7 @@ def ppo(game: Game, budget: Budget, episode_len: int = 8, episodes_per_update: i
                 last = done or t == episode_len - 1
                 batch["done"].append(last)
                 if info.get("gain") is not None:
-                    remember(info["gain"])
+                    top = _keep_best(top, info["gain"], game, finalists, trace)
                 obs = nxt
                 if done:
                     break
