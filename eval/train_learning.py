@@ -151,7 +151,8 @@ def main(out: Path, stage: str, sft_steps: int, grpo_steps: int, samples: int, g
     else:
         fam, p = get_family("tiled"), Problem(64, 64, 64)   # one text per point, whatever the shape
         refs = [fam.render(x, p) for x in fam.points()]
-        prompts = [m["content"] for t in tasks_by_name(stage).values() for m in prompter(cfg)(t)]
+        prompt = prompter(cfg)
+        prompts = [m["content"] for t in tasks_by_name(stage).values() for m in prompt(t)]
         train, sft_tasks = TRAIN_MM, None   # sft: the tiled renders over the grid's training split
     state = out / "summary.json"
     summary: dict = json.loads(state.read_text()) if state.exists() else {

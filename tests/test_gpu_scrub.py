@@ -3,6 +3,8 @@ earlier launch left in local and shared memory (its output goes wrong), and find
 `guards.scrub` ran between the launches; a word written by raw local address anywhere in the
 window survives without a scrub and not with one."""
 
+import functools
+
 import cupy as cp
 import numpy as np
 import pytest
@@ -50,10 +52,15 @@ def test_a_scrub_between_launches_leaves_nothing_to_find(probe):
     assert all(launches(probe, 4, scrub=True)[1:])
 
 
+@functools.lru_cache(maxsize=1)
+def _window() -> cp.RawModule:
+    return cp.RawModule(code=(KERNELS / "probe" / "local_window.cu").read_text())
+
+
 def _raw_local(lo: int, hi: int, scrub: bool) -> int:
     """Markers at raw local addresses [lo, hi) of every thread slot, a scrub or not, then how
     many of them the next launch finds."""
-    m = cp.RawModule(code=(KERNELS / "probe" / "local_window.cu").read_text())
+    m = _window()
     grid, key = (2 * cp.cuda.Device().attributes["MultiProcessorCount"],), np.uint32(0x5EED1234)
     found = cp.zeros(1, dtype=cp.uint64)
     m.get_function("write_raw")(grid, (1024,), (np.uint32(lo), np.uint32(hi), key))
@@ -64,9 +71,8 @@ def _raw_local(lo: int, hi: int, scrub: bool) -> int:
 
 
 def _frame_addr() -> int:
-    m = cp.RawModule(code=(KERNELS / "probe" / "local_window.cu").read_text())
     out = cp.zeros(2, dtype=cp.uint64)
-    m.get_function("frame_addr")((1,), (32,), (out,))
+    _window().get_function("frame_addr")((1,), (32,), (out,))
     return int(out[0].get())
 
 

@@ -7,10 +7,12 @@ Guarantees:
   whatever the source looked like: writable module globals (`.nv.global*`: state that would
   survive from one call to the next), module `__constant__` data (`.nv.constant3`: a review
   wrote it through its bank's generic address, read from driver words by spellings no text rule
-  caught, and kept state past its end; without a bank there is nothing to write), unresolved symbols (device malloc/free, printf, device-side
-  launches: code the harness did not see), and spec kernels that are not entry points;
-- `ptx_violations(ptx)` lists what the PTX may not do (a generic address of constant memory,
-  the one way to write it);
+  caught, and kept state past its end; without a bank there is nothing to write), unresolved
+  symbols (device malloc/free, printf, device-side launches: code the harness did not see), and
+  spec kernels that are not entry points;
+- `ptx_violations(ptx)` lists what the PTX may not do, before ptxas runs: a generic address of
+  constant memory, and any reach into the parameter bank beyond the parameters (a second layer
+  behind the bank rule: the driver's words there are not the kernel's to read);
 - `canonical_ptx(text)` removes what nvcc makes path-dependent (the module id in internal names),
   so the same source, flags and toolkit give the same cubin bytes in any folder.
 
@@ -132,9 +134,10 @@ def ptx_violations(ptx: str) -> list[str]:
 
 
 # The parameter bank (constant bank 0) holds, below the parameters, driver-filled words such as
-# the generic base of the module's constant bank (what cvta.const loads): a kernel that reads them
-# can write __constant__ memory, which keeps state between calls. So an address of the parameters
-# may only read a parameter (ld.param within its bounds) or name a TMA descriptor.
+# the generic base of the module's constant bank (what cvta.const loads). With module constant
+# data refused there is no bank behind that word, so this is a second layer: an address of the
+# parameters may only read a parameter (ld.param within its bounds) or name a TMA descriptor, and
+# no driver word is the kernel's to read.
 _PARAM_DECL = re.compile(r"\.param\s+(?:\.align\s+\d+\s+)?\.([a-z]+)(\d*)(?:\s+\.(?:ptr|global|shared|const|local|align\s+\d+))*"
                          r"\s+([A-Za-z_$][\w$]*)(?:\[(\d+)\])?")
 _TMA_OPS = ("cp.async.bulk.tensor", "cp.reduce.async.bulk.tensor", "prefetch.tensormap", "fence.proxy.tensormap")

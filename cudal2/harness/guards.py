@@ -437,11 +437,10 @@ class Guard:
         generator gave them (regenerated now; reads the count back). Timing only, regenerated
         operand not transposed."""
         out = cp.zeros(1, dtype=cp.uint64)
-        rows = self.rows
-        work = max(rows, self.frows) * self.K
+        work = max(self.rows, self.frows) * self.K
         _fn("cudal2_inputs_check")(
             (int(min(256, max(1, math.ceil(work / 256)))), self.n), (256,),
-            (self.X, np.int64(rows), self.F, np.int64(self.frows), np.int32(self.K),
+            (self.X, np.int64(self.rows), self.F, np.int64(self.frows), np.int32(self.K),
              self.set_xmodes, np.int32(self.fmode), np.int32(sign_block(self.K)),
              self.set_calls, self.fixed, self.key, out))
         return int(out.get()[0])

@@ -36,9 +36,9 @@ Guarantees, in order (the first failure stops the run and is recorded with its s
   (the log read at once), then both operands compared with the generator and the arena's
   background checked, so nothing a call leaves can reach a later one. Snapshot nodes behind
   every call of every graph (`snapshots`), each armed independently for each replay, find an
-  output that a later call of the same replay completed. After the last offline
-  replay, a sample of sets is checked in full, and the
-  graph runs once more on the same inputs: the sample must come out bit for bit the same. After
+  output that a later call of the same replay completed. After the last offline replay, a
+  sample of sets is checked in full, and the graph runs once more on the same inputs: the
+  sample must come out bit for bit the same. After
   the server calls, one more made as they are is checked in full and repeated, bitwise.
   Nothing of this is inside a timed region but the snapshot nodes, the same in every graph.
 - sanity: no time below the physical floor of the shape.
@@ -549,8 +549,8 @@ class Judge:
 
     def check_between_calls(self, guard: guards.Guard, sets: Sets) -> None:
         """After the candidate's timed calls (the device drained): both operands of every set are
-        what the generator gave them and no byte of
-        the arena's background changed. Between two replays or calls the harness rewrites
+        what the generator gave them and no byte of the arena's background changed. Between two
+        replays or calls the harness rewrites
         everything else a call can reach (C, workspaces, the regenerated operand), so nothing a
         call leaves can reach a later one."""
         bad = guard.inputs_changed()
