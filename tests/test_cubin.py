@@ -152,11 +152,14 @@ def test_parameter_rules_pass_reads_inside_a_parameter_and_tma_descriptors():
                 "cvta.to.param.u64 %rd9, %rd3;",                               # generic back to param space
                 "add.s64 %rd3, %rd3, -320; ld.u64 %rd9, [%rd3];",              # the generic address redefined
                 "ld .param.u64 %rd9, [k_param_1+-320];",                       # an opcode's parts apart
-                "/* // */ ld.param.u64 %rd9, [k_param_1+-320];"):              # a line comment in a block one
+                "/* // */ ld.param.u64 %rd9, [k_param_1+-320];",               # a line comment in a block one
+                '.pragma "/*"; ld.param.u64 %rd9, [k_param_1+-320]; // */',    # a block comment's start in a string
+                "// .param .b8 zz[64]\n{ .reg .b64 zz; ld.param.u64 %rd9, [zz]; }"):   # a register named like a param
         assert param_address_violations(ptx.replace("prefetch.tensormap [%rd3];", bad)), bad
 
 
-def test_state_past_the_constant_bank_fails_the_build(tmp_path):
+@pytest.mark.parametrize("name", ["x_constant_past_end.cu", "y_param_name_from_comment.cu", "y_pragma_string_comment.cu"])
+def test_reads_of_the_parameter_banks_driver_words_fail_the_build(tmp_path, name):
     from .conftest import KERNELS
-    r = build((KERNELS / "bad" / "x_constant_past_end.cu").read_text(), BuildConfig(cache_dir=str(tmp_path)))
+    r = build((KERNELS / "bad" / name).read_text(), BuildConfig(cache_dir=str(tmp_path)))
     assert not r.ok and r.stage == "build"

@@ -157,12 +157,20 @@ def param_address_violations(ptx: str) -> list[str]:
     a TMA instruction naming it, or a plain copy of it; any other access to the parameter space
     (`ld`/`st` of `.param` through anything but a parameter's address, `cvta.to.param`); and
     %envreg (driver words). One line each, at most five."""
-    sizes = _param_sizes(ptx)
-    # Comments out in one left-to-right pass (a `//` inside a block comment must not eat its end).
-    body = re.sub(r"/\*.*?\*/|//[^\n]*", " ", ptx, flags=re.S)
+    # Strings and comments out in one left-to-right pass, as ptxas reads them: a `//` inside a
+    # block comment must not eat its end, and a `/*` inside a string (`.pragma "/*";`) opens none.
+    body = re.sub(r'"(?:[^"\\\n]|\\.)*"|/\*.*?\*/|//[^\n]*', lambda m: '""' if m.group(0)[0] == '"' else " ",
+                  ptx, flags=re.S)
+    sizes = _param_sizes(body)   # (from the code only: a declaration in a comment declares nothing)
     out: list[str] = []
     if _ENVREG.search(body):
         out.append("reads a driver register (%envreg): the launch's driver words are not the kernel's to read")
+    # A register named like a parameter would make `[name]` a register-indexed read of the bank.
+    regs = {n.strip() for decl in re.findall(r"\.reg\s+(?:\.v\d\s+)?\.\w+\s+([^;]+);", body)
+            for n in decl.split(",")}
+    if clash := sorted(regs & set(sizes)):
+        out.append(f"registers named like parameters ({', '.join(clash[:4])}): `[name]` would read the parameter "
+                   "bank through a register")
     entry = {n for head in re.findall(r"\.entry\s+[\w$]+\s*\((.*?)\)", body, flags=re.S)
              for n in re.findall(r"([A-Za-z_$][\w$]*)\s*(?:\[\d+\])?\s*(?:,|$)", head.strip())}
     # Per function: register names are reused from one function to the next.
