@@ -5,11 +5,14 @@ Guarantees:
 - the static policy runs first; a rejected source is never compiled, and the reason is kept;
 - a v2 source (one with a launch spec) is compiled as device code only (`nvcc -ptx`, then
   `ptxas` to a cubin: no host pass, no `-rdc`); its spec must validate and its cubin must pass
-  `cubin.violations` (no writable globals, no unresolved symbols, every spec kernel an entry);
+  `cubin.violations` (no writable globals, no unresolved symbols, every spec kernel an entry),
+  and its machine code `constbank.violations` (constant reads only of its parameters and the
+  driver words ptxas reads for special registers);
   the cubin is built from canonical PTX, so its bytes, and `device_sha256`, are the same for the
   same source, flags and toolkit in any folder on any machine;
-- the cache key is a hash of the source, the flags, the archs, the nvcc version and the
-  CUTLASS headers' version, so a hit is exactly the library the same build would produce;
+- the cache key is a hash of the source, the flags, the archs, the nvcc version, the
+  CUTLASS headers' version and the build's rules (`rules_version`), so a hit is exactly what the
+  same build would produce under the same rules;
 - every build has its own folder and its own timeout; a build past it is killed with its whole
   process group (nvcc's cicc and ptxas children included) and fails;
 - the ptxas resource report (registers, shared memory, barriers, stack, spills per entry
@@ -36,7 +39,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from cudal2.config import BuildConfig
-from cudal2.harness import cubin, launch, policy
+from cudal2.harness import constbank, cubin, launch, policy
 
 
 @dataclass
@@ -119,9 +122,20 @@ def v2_commands(cfg: BuildConfig, src: str) -> tuple[list[str], list[str]]:
     return nvcc + ["-o", "kernel.ptx", src], ptxas
 
 
+@functools.cache
+def rules_version() -> str:
+    """A hash of the modules whose rules decide what a build accepts: a cached verdict is reused
+    only under the rules that reached it (a rule added later must see old sources again)."""
+    h = hashlib.sha256()
+    for mod in (policy, launch, cubin, constbank):
+        h.update(Path(mod.__file__).read_bytes())
+    return h.hexdigest()[:16]
+
+
 def build_key(source: str, cfg: BuildConfig) -> str:
     h = hashlib.sha256()
-    for part in (source, json.dumps([cfg.flags, cfg.archs]), nvcc_version(cfg.nvcc), cutlass_version()):
+    for part in (source, json.dumps([cfg.flags, cfg.archs]), nvcc_version(cfg.nvcc), cutlass_version(),
+                 rules_version()):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()[:24]
@@ -269,6 +283,8 @@ def _compile_v2(work: Path, cfg: BuildConfig, folder: Path, spec: launch.LaunchS
         bad = [f"unreadable cubin: {e}"]
     if bad:
         return rc, log, BuildResult(False, "", "build", reason="cubin: " + "; ".join(bad), log=_trim(log))
+    if bad := constbank.violations(data):
+        return rc, log, BuildResult(False, "", "build", reason="sass: " + "; ".join(bad), log=_trim(log))
     return rc, log, BuildResult(True, "", "build", lib_path=str(folder / "kernel.cubin"), log=_trim(log),
                                 resources=parse_ptxas(log), device_sha256=hashlib.sha256(data).hexdigest(),
                                 kind="cubin", spec=spec.to_dict())

@@ -1,0 +1,143 @@
+"""What a v2 cubin's machine code reads from constant memory: the check under the PTX rules.
+
+The PTX rules (`cubin.ptx_violations`) read text that a candidate writes, and three spellings got
+past them before they were mended. This check reads what ptxas emitted instead, so a spelling
+cannot hide a read: constant bank 0 holds the launch's parameters from 0x210 and, below them, the
+driver's words (dimensions, windows, descriptors, and the constant bank's own address at 0xd0);
+a candidate may read its parameters and the few words ptxas itself reads for PTX's special
+registers, and nothing else.
+
+Guarantees:
+- `violations(data)` disassembles every kernel of the cubin (nvdisasm) and lists, one line per
+  kind, each constant read it does not allow: any bank but 0, a bindless bank (`cx[...]`), an
+  index register (other than RZ/URZ), a read below the parameters outside DRIVER_WORDS (`%gridid`
+  at 0x30 and the constant bank's address at 0xd0 among them), a read past the kernel's own
+  parameters (their size from the cubin's CBANK_PARAM_SIZE record);
+- it fails closed: without nvdisasm, or with instructions it cannot place in a kernel, the
+  cubin is refused with the reason.
+
+Does not: follow what a value read from an allowed word is used for (the PTX rule keeps the
+parameter bank's generic address, 0x198, to TMA descriptors and reads inside a parameter).
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from pathlib import Path
+
+from cudal2.sass import tools
+from cudal2.sass.cubin import Cubin, CubinError
+
+PARAM_BASE = 0x210
+# Words below the parameters that ptxas reads for PTX's special registers and its own code (each
+# found by compiling a one-line kernel that reads the register, and in the survey of the shipped
+# library, the good controls, the task references and family points). Offset: (bytes, what).
+DRIVER_WORDS = {
+    0x000: (12, "%ntid (blockDim)"),
+    0x00C: (12, "%nctaid (gridDim)"),
+    0x020: (8, "the local window's base (generic <-> local addresses)"),
+    0x028: (4, "the stack pointer's start"),
+    0x02C: (4, "%dynamic_smem_size"),
+    0x10C: (4, "%nsmid"),
+    0x114: (4, "%total_smem_size"),
+    0x140: (4, "the cluster's size (ptxas's cluster barrier)"),
+    0x144: (12, "%cluster_nctaid"),
+    0x150: (12, "%clusterid, %cluster_ctaid, %is_explicit_cluster"),
+    0x15C: (12, "%nclusterid"),
+    0x188: (4, "%cluster_nctarank"),
+    0x198: (8, "the parameter bank's generic address (TMA descriptors)"),
+    0x208: (8, "the global memory descriptor"),
+}
+REFUSED_NAMES = {0x30: "%gridid", 0xD0: "the constant bank's address"}
+_ALLOWED = frozenset(b for off, (n, _) in DRIVER_WORDS.items() for b in range(off, off + n))
+
+_INSN = re.compile(r"/\*[0-9a-f]{4,}\*/\s*(.*?)\s*;")
+_KERNEL = re.compile(r"^\s*\.section\s+\.text\.([^,\s]+)")
+_CONST = re.compile(r"\bc\[(0x[0-9a-f]+)\]\[([^\]]*)\]")
+_WIDTH = {".64": 8, ".128": 16, ".U8": 1, ".S8": 1, ".U16": 2, ".S16": 2}
+_ZERO_REG = {"RZ", "URZ"}
+
+
+def param_sizes(data: bytes) -> dict[str, int]:
+    """Bytes of parameters per kernel (0 where the cubin records none)."""
+    out = {}
+    for name, k in Cubin.from_bytes(data).kernels.items():
+        sizes = [int.from_bytes(a.payload[:2], "little") for a in k.attrs if a.name == "CBANK_PARAM_SIZE"]
+        out[name] = max(sizes, default=0)
+    return out
+
+
+def _width(insn: str) -> int:
+    """Bytes a constant operand of `insn` covers: by the opcode's suffix, 8 for double-precision
+    arithmetic (its operands are register pairs), else 4."""
+    words = insn.split()
+    op = words[1] if words[0].startswith("@") and len(words) > 1 else words[0]
+    if op.startswith(("DADD", "DMUL", "DFMA", "DSETP", "DMNMX")):
+        return 8
+    return max((w for suffix, w in _WIDTH.items() if suffix in op), default=4)
+
+
+def _offset(index: str) -> int | None:
+    """The byte offset a `c[bank][...]` operand names, or None when a register indexes it."""
+    off = 0
+    for part in (p.strip() for p in index.split("+")):
+        if re.fullmatch(r"-?0x[0-9a-f]+", part):
+            off += int(part, 16)
+        elif part not in _ZERO_REG:
+            return None
+    return off
+
+
+def reads(sass: str) -> list[tuple[str, str]]:
+    """(kernel, instruction) for every instruction that names constant memory; kernel '' when
+    the instruction comes before any kernel's section (refused by `check`)."""
+    out, kernel = [], ""
+    for line in sass.splitlines():
+        if m := _KERNEL.match(line):
+            kernel = m.group(1)
+            continue
+        if (m := _INSN.search(line)) and ("c[" in m.group(1) or "cx[" in m.group(1)):
+            out.append((kernel, m.group(1)))
+    return out
+
+
+def check(sass: str, params: dict[str, int]) -> list[str]:
+    """What the disassembly `sass` reads from constant memory that it may not, one line per kind."""
+    bad: dict[str, str] = {}
+    for kernel, insn in reads(sass):
+        if kernel not in params:
+            bad.setdefault("where", f"`{insn}` is in no kernel the cubin defines")
+            continue
+        if "cx[" in insn:
+            bad.setdefault("bindless", f"`{insn}` in {kernel} reads a constant bank chosen at run time")
+        for bank, index in _CONST.findall(insn):
+            off = _offset(index)
+            if int(bank, 16) != 0:
+                bad.setdefault("bank", f"`{insn}` in {kernel} reads constant bank {bank} (only the launch's bank 0 "
+                                       "is the kernel's)")
+            elif off is None:
+                bad.setdefault("index", f"`{insn}` in {kernel} indexes the parameter bank with a register: it "
+                                        "could reach the driver's words below the parameters")
+            elif off >= PARAM_BASE:
+                if off + _width(insn) > PARAM_BASE + params[kernel]:
+                    bad.setdefault("past", f"`{insn}` in {kernel} reads past its {params[kernel]} bytes of "
+                                           "parameters")
+            elif not all(b in _ALLOWED for b in range(off, off + _width(insn))):
+                what = REFUSED_NAMES.get(off, "a driver word")
+                bad.setdefault("driver", f"`{insn}` in {kernel} reads {what} at 0x{off:x} of the parameter bank, "
+                                         "which is not the kernel's to read")
+    return list(bad.values())
+
+
+def violations(data: bytes) -> list[str]:
+    """`check` on the cubin's own disassembly; a cubin that cannot be disassembled is refused."""
+    try:
+        params = param_sizes(data)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "kernel.cubin"
+            path.write_bytes(data)
+            sass = tools.run("nvdisasm", ["-c", str(path)])
+    except (tools.ToolMissing, tools.ToolFailed, CubinError, OSError) as e:
+        return [f"the machine code could not be checked ({str(e).splitlines()[0][:300]})"]
+    return check(sass, params)
