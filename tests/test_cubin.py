@@ -154,7 +154,9 @@ def test_parameter_rules_pass_reads_inside_a_parameter_and_tma_descriptors():
                 "ld .param.u64 %rd9, [k_param_1+-320];",                       # an opcode's parts apart
                 "/* // */ ld.param.u64 %rd9, [k_param_1+-320];",               # a line comment in a block one
                 '.pragma "/*"; ld.param.u64 %rd9, [k_param_1+-320]; // */',    # a block comment's start in a string
-                "// .param .b8 zz[64]\n{ .reg .b64 zz; ld.param.u64 %rd9, [zz]; }"):   # a register named like a param
+                "// .param .b8 zz[64]\n{ .reg .b64 zz; ld.param.u64 %rd9, [zz]; }",   # a register named like a param
+                "{ .param .b64 a0; st.param.b64 [a0+0], %rd3; }",            # the address stored as a value
+                "{ .param .b8 k_param_2[64]; } ld.param.u32 %r9, [k_param_2+4];"):   # a parameter widened by a twin
         assert param_address_violations(ptx.replace("prefetch.tensormap [%rd3];", bad)), bad
 
 

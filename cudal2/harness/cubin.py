@@ -145,10 +145,18 @@ _ENVREG = re.compile(r"%envreg\d+")
 
 
 def _param_sizes(ptx: str) -> dict[str, int]:
-    sizes = {}
-    for kind, bits, name, count in _PARAM_DECL.findall(ptx):
-        elem = (int(bits) // 8 if bits else 8) if kind != "pred" else 1
-        sizes[name] = elem * (int(count) if count else 1)
+    """Bytes per .param name: a kernel parameter's from its .entry header alone (a larger
+    declaration of its name in a nested scope must not widen the real one), any other name's the
+    largest of its declarations (nvcc declares param0/retval0 once per call, in each call's size;
+    those live in the call's frame, not in the launch's bank, which the machine-code rule guards)."""
+    def decls(text: str):
+        for kind, bits, name, count in _PARAM_DECL.findall(text):
+            yield name, ((int(bits) // 8 if bits else 8) if kind != "pred" else 1) * (int(count) if count else 1)
+    sizes: dict[str, int] = {}
+    for name, n in decls(ptx):
+        sizes[name] = max(n, sizes.get(name, n))
+    for head in re.findall(r"\.entry\s+[\w$]+\s*\((.*?)\)", ptx, flags=re.S):
+        sizes.update(decls(head))
     return sizes
 
 
@@ -250,7 +258,13 @@ def _param_uses(body: str, sizes: dict[str, int], entry: set[str]) -> list[str]:
             name = cls.get(base, "")[2:] if base in cls else base
             vec, bits = re.search(r"\.v(\d)", op), re.findall(r"\.[bsuf](\d+)", op)
             width = (int(vec.group(1)) if vec else 1) * (int(bits[-1]) // 8 if bits else 1)
-            if parts[0] == "cvta":
+            # Only the address operand may name a parameter's address: a stored value, or a call's
+            # argument, that is one launders it into an ordinary pointer (a review stored a
+            # cvta.param result into a call parameter and read it back as a plain register).
+            addr = (args[-1] if op.startswith(("ld", "cvta")) else args[0]) if args else ""
+            if parts[0] != "cvta" and any(n in cls for a in args if a != addr for n in _NAME.findall(a)):
+                out.append(f"`{st[:80]}` moves a parameter's address through the parameter space")
+            elif parts[0] == "cvta":
                 if op.startswith("cvta.to") or not cls.get(args[-1], "").startswith("P:"):
                     out.append(f"`{st[:80]}` converts a parameter-space address that is not a parameter's")
             elif (not parts[0] in ("ld", "st") or name not in sizes or not 0 <= off <= sizes[name] - width
