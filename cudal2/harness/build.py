@@ -126,9 +126,14 @@ def v2_commands(cfg: BuildConfig, src: str) -> tuple[list[str], list[str]]:
 def rules_version() -> str:
     """A hash of the modules whose rules decide what a build accepts: a cached verdict is reused
     only under the rules that reached it (a rule added later must see old sources again)."""
+    from cudal2.sass import cubin as sass_cubin, tools
     h = hashlib.sha256()
-    for mod in (policy, launch, cubin, constbank):
+    for mod in (policy, launch, cubin, constbank, sass_cubin, tools):
         h.update(Path(mod.__file__).read_bytes())
+    try:   # the disassembler reads the machine code the rule judges
+        h.update(tools.version("nvdisasm").encode())
+    except (tools.ToolMissing, tools.ToolFailed):
+        pass   # every build then fails closed at the machine-code rule
     return h.hexdigest()[:16]
 
 
