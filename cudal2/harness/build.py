@@ -288,7 +288,7 @@ def _compile_v2(work: Path, cfg: BuildConfig, folder: Path, spec: launch.LaunchS
         bad = [f"unreadable cubin: {e}"]
     if bad:
         return rc, log, BuildResult(False, "", "build", reason="cubin: " + "; ".join(bad), log=_trim(log))
-    if bad := constbank.violations(data):
+    if bad := constbank.violations(work / "kernel.cubin"):
         return rc, log, BuildResult(False, "", "build", reason="sass: " + "; ".join(bad), log=_trim(log))
     return rc, log, BuildResult(True, "", "build", lib_path=str(folder / "kernel.cubin"), log=_trim(log),
                                 resources=parse_ptxas(log), device_sha256=hashlib.sha256(data).hexdigest(),

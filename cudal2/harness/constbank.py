@@ -8,7 +8,7 @@ a candidate may read its parameters and the few words ptxas itself reads for PTX
 registers, and nothing else.
 
 Guarantees:
-- `violations(data)` disassembles every kernel of the cubin (nvdisasm) and lists, one line per
+- `violations(path)` disassembles every kernel of the cubin (nvdisasm) and lists, one line per
   kind, each constant read it does not allow: any bank but 0, a bindless bank (`cx[...]`), an
   index register (other than RZ/URZ), a read below the parameters outside DRIVER_WORDS (`%gridid`
   at 0x30 and the constant bank's address at 0xd0 among them), a read past the kernel's own
@@ -23,7 +23,6 @@ parameter bank's generic address, 0x198, to TMA descriptors and reads inside a p
 from __future__ import annotations
 
 import re
-import tempfile
 from pathlib import Path
 
 from cudal2.sass import tools
@@ -130,14 +129,12 @@ def check(sass: str, params: dict[str, int]) -> list[str]:
     return list(bad.values())
 
 
-def violations(data: bytes) -> list[str]:
-    """`check` on the cubin's own disassembly; a cubin that cannot be disassembled is refused."""
+def violations(path: str | Path) -> list[str]:
+    """`check` on the disassembly of the cubin at `path`; a cubin that cannot be disassembled is
+    refused."""
     try:
-        params = param_sizes(data)
-        with tempfile.TemporaryDirectory() as tmp:
-            path = Path(tmp) / "kernel.cubin"
-            path.write_bytes(data)
-            sass = tools.run("nvdisasm", ["-c", str(path)])
+        params = param_sizes(Path(path).read_bytes())
+        sass = tools.run("nvdisasm", ["-c", str(path)])
     except (tools.ToolMissing, tools.ToolFailed, CubinError, OSError) as e:
         return [f"the machine code could not be checked ({str(e).splitlines()[0][:300]})"]
     return check(sass, params)

@@ -251,8 +251,8 @@ def _param_uses(body: str, sizes: dict[str, int], entry: set[str]) -> list[str]:
         parts = op.split(".")
         names = [n for n in _NAME.findall(" ".join(args)) if n in cls]
         if "param" in parts or any(p.startswith("param::") for p in parts):   # the parameter space
-            m = re.fullmatch(r"\[\s*(%?[\w$]+)\s*(?:\+\s*(-?\d+)|-\s*(\d+))?\s*\]", args[-1] if op.startswith("ld")
-                             else args[0]) if args else None
+            addr = (args[-1] if op.startswith(("ld", "cvta")) else args[0]) if args else ""
+            m = re.fullmatch(r"\[\s*(%?[\w$]+)\s*(?:\+\s*(-?\d+)|-\s*(\d+))?\s*\]", addr)
             base = m.group(1) if m else ""
             off = int(m.group(2) or 0) - int(m.group(3) or 0) if m else 0
             name = cls.get(base, "")[2:] if base in cls else base
@@ -261,7 +261,6 @@ def _param_uses(body: str, sizes: dict[str, int], entry: set[str]) -> list[str]:
             # Only the address operand may name a parameter's address: a stored value, or a call's
             # argument, that is one launders it into an ordinary pointer (a review stored a
             # cvta.param result into a call parameter and read it back as a plain register).
-            addr = (args[-1] if op.startswith(("ld", "cvta")) else args[0]) if args else ""
             if parts[0] != "cvta" and any(n in cls for a in args if a != addr for n in _NAME.findall(a)):
                 out.append(f"`{st[:80]}` moves a parameter's address through the parameter space")
             elif parts[0] == "cvta":
