@@ -244,8 +244,7 @@ def library_build(root: Optional[Path] = LibOpt, arch: Optional[str] = ArchOpt,
         report = rebuild(where, load_config(config).build, out)
     except LibraryError as e:
         fail(str(e))
-    out.print(f"{len(report['shipped'])} binaries shipped in {where}; {len(report['host_code'])} host-code entries "
-              f"(not dispatched in C++; `cudal2 library verify` builds them); {len(report['failed'])} failed")
+    out.print(f"{len(report['shipped'])} binaries shipped in {where}; {len(report['failed'])} failed")
     for line in report["failed"]:
         err.print(f"  build failed: {line}")
     if report["changed"]:
@@ -285,12 +284,21 @@ def library_bench(root: Optional[Path] = LibOpt, arch: Optional[str] = ArchOpt, 
                   served: bool = typer.Option(False, "--served", help="Product path as a user gets it: only what the "
                                               "manifest serves (default: every entry, to decide what to serve)."),
                   limit: int = typer.Option(0, help="Only the first N entries (0: all)."),
+                  shapes: Optional[Path] = typer.Option(None, "--shapes", help="Also measure these shapes (a JSON "
+                                                        "shapes file, as for generate), entry or not: e.g. "
+                                                        "eval/dev_shapes.json."),
                   update: bool = typer.Option(False, "--update", help="Write the measured speedups into the manifest: "
                                               "dispatch serves only entries that win there.")) -> None:
     """The product path: `cudal2.linear` against F.linear in a fresh process, eager, CUDA graph and a
     single flushed call, paired rounds, geomeans per size band (`--kernel`: the harness's view)."""
     lib = open_library(root, arch)
     cfg = load_config(config)
+    if shapes is not None:
+        from cudal2.problem import ProblemError, load_shapes
+        try:
+            load_shapes(shapes)   # a bad file is one line here, not a traceback in the bench's process
+        except ProblemError as e:
+            fail(str(e))
     gpu = need_gpu()
     if kernel:
         from cudal2.library.bench import bench_entries, record_bench
@@ -303,11 +311,12 @@ def library_bench(root: Optional[Path] = LibOpt, arch: Optional[str] = ArchOpt, 
         from cudal2.library import product_bench as pb
         dest = json_out or Path(tempfile.mkdtemp()) / "product.jsonl"
         cmd = [sys.executable, "-m", "cudal2.library.product_bench", str(lib.folder), str(dest),
-               *(["--served"] if served else []), *(["--limit", str(limit)] if limit else [])]
+               *(["--served"] if served else []), *(["--limit", str(limit)] if limit else []),
+               *(["--shapes", str(shapes)] if shapes else [])]
         if subprocess.run(cmd).returncode != 0:   # a fresh process: what a new user's first run sees
             fail("the product bench failed (see above)")
         lines = [json.loads(x) for x in dest.read_text().splitlines() if x.strip()]
-        rows = [r for r in lines if "id" in r]
+        rows = [r for r in lines if "band" in r]
         from cudal2.report import product_table
         out.print(product_table(rows, pb.geomeans(rows), next((r for r in lines if r.get("summary")), {})))
         n = pb.record(lib.folder, rows) if update and not served else 0

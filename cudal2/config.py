@@ -111,7 +111,8 @@ class RunConfig:
 
 @dataclass
 class SearchConfig:
-    families: list[str] = _f(["sm80", "sm90", "sm90raw"], "Kernel families the template proposer draws from.",
+    families: list[str] = _f(["sm80", "sm90raw", "skinny"], "Kernel families the template proposer draws from "
+                             "(sm90 is CUTLASS host code, contract v1: measured, never published).",
                              each_choices=["sm80", "sm90", "sm90raw", "skinny"])
     batch: int = _f(16, "Candidates proposed and evaluated per round (builds run in parallel).", ge=1)
     budget_minutes: float = _f(10.0, "Wall-clock budget per shape, in minutes.", gt=0)

@@ -109,3 +109,9 @@ def test_generate_model_builds_its_layer_shapes_without_a_gpu(tmp_path, monkeypa
     assert {p for p in [Problem(16, 64, 64), Problem(16, 128, 64), Problem(16, 64, 128), Problem(16, 256, 64)]
             if pop.members(p, "pending")} == {Problem(16, 64, 64), Problem(16, 128, 64), Problem(16, 64, 128),
                                               Problem(16, 256, 64)}
+
+
+def test_library_bench_names_a_bad_shapes_file_in_one_line(tmp_path):
+    bad = tmp_path / "shapes.json"
+    bad.write_text('{"shapes": [[64, 64]]}')
+    assert_clean_error(run("library", "bench", "--arch", "sm90", "--shapes", str(bad)), "entry 0 is not [M, N, K]")

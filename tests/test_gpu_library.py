@@ -14,33 +14,36 @@ pytestmark = pytest.mark.gpu
 
 
 def add(folder, name, path, M, N, K):
+    """An entry built from a test kernel (contract v2), its cubin shipped as the search ships one."""
+    from cudal2.config import BuildConfig
+    from cudal2.harness.build import build
     src = (KERNELS / path).read_text()
+    b = build(src, BuildConfig())
+    assert b.ok and b.kind == "cubin", b.reason
     e = Entry(id=name, M=M, N=N, K=K, family="test", params={}, provenance={"kind": "test"}, source=f"{name}.cu",
-              source_sha256=manifest.sha256_text(src), device_sha256="skip",
-              build={"nvcc": "other"}, gpu={}, date="2026-11-22",
+              source_sha256=manifest.sha256_text(src), device_sha256=b.device_sha256,
+              build={"nvcc": "test"}, gpu={}, date="2026-11-22", binary=f"{name}.cubin", spec=b.spec,
               measured={"score": 2.0, "speedup": {m: {"vendor_default": 2.0} for m in ("offline", "server")}})
-    writer.add(folder, e, src)
+    assert writer.add(folder, e, src, binary=b.lib_path)
 
 
 @pytest.fixture
 def lib(tmp_path):
-    add(tmp_path, "wmma", "good/wmma_tiled.cu", 256, 512, 1024)
-    add(tmp_path, "fails", "bad/sync_device.cu", 64, 64, 64)   # policy rejects it at build time
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield Library(tmp_path)
+    add(tmp_path, "tiled", "good/tiled_v2.cu", 256, 512, 1024)
+    add(tmp_path, "fails", "good/naive_v2.cu", 64, 64, 64)
+    lib = Library(tmp_path)
+    (tmp_path / "fails.cubin").write_bytes(b"\x7fELF changed after the library was read")  # refused at load
+    return lib
 
 
 def test_cupy_exact_shape_uses_the_kernel(lib):
     import cupy as cp
     A = cp.random.standard_normal((256, 1024), dtype=cp.float32).astype(cp.float16)
     B = cp.random.standard_normal((512, 1024), dtype=cp.float32).astype(cp.float16)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the toolkit-mismatch warning of a hand-made entry
-        C = lib.matmul(A, B)
+    C = lib.matmul(A, B)
     ref = A.astype(cp.float32) @ B.astype(cp.float32).T
     assert float(cp.abs(C.astype(cp.float32) - ref).max()) < 0.1
-    assert "wmma" in lib._loaded and lib.stats()["hits"] == {"wmma": 1}
+    assert "tiled" in lib._loaded and lib.stats()["hits"] == {"tiled": 1}
 
 
 def test_unknown_shape_falls_back_to_vendor(lib):
@@ -114,14 +117,14 @@ def test_host_tensors_are_refused_on_a_gpu_machine(lib):
         lib.matmul(A, A)
 
 
-def test_a_shipped_cubin_runs_without_a_compiler():
+def test_a_shipped_cubin_runs_without_a_compiler(monkeypatch):
     import cupy as cp
 
-    from cudal2.config import BuildConfig
     from cudal2.resources import resource
+    monkeypatch.setenv("PATH", "/nonexistent")   # no nvcc to find: any build attempt would fail
     folder = resource("kernels_out") / "sm90"
-    lib = Library(folder, BuildConfig(nvcc="/nonexistent/nvcc"))  # any build attempt would fail
-    e = min((x for x in lib.served if x.binary), key=lambda x: x.M * x.N * x.K)
+    lib = Library(folder)
+    e = min(lib.served, key=lambda x: x.M * x.N * x.K)
     A = cp.random.standard_normal((e.M, e.K), dtype=cp.float32).astype(cp.float16)
     B = cp.random.standard_normal((e.N, e.K), dtype=cp.float32).astype(cp.float16)
     C = lib.matmul(A, B)

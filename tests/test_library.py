@@ -8,11 +8,16 @@ from cudal2.library import Library, LibraryError, manifest, writer
 from cudal2.library.manifest import Entry
 
 
+def cubin(eid) -> bytes:
+    return f"cubin of {eid}".encode()   # the manifest checks bytes against hashes, never loads them here
+
+
 def entry(tmp, eid="e1", M=64, N=64, K=64, score=1.1, m_range=None, source="// kernel\n") -> Entry:
     e = Entry(id=eid, M=M, N=N, K=K, family="sm80", params={}, provenance={"kind": "template"},
               source=f"{eid}.cu", source_sha256=manifest.sha256_text(source),
-              device_sha256="", build={}, gpu={}, date="2026-11-22", m_range=m_range,
-              measured={"score": score, "speedup": {m: {"vendor_default": score} for m in ("offline", "server")}})
+              device_sha256=manifest.sha256_bytes(cubin(eid)), build={}, gpu={}, date="2026-11-22", m_range=m_range,
+              measured={"score": score, "speedup": {m: {"vendor_default": score} for m in ("offline", "server")}},
+              binary=f"{eid}.cubin", spec={"kernels": []})
     return e
 
 
@@ -20,7 +25,15 @@ def put(folder, *entries, source="// kernel\n"):
     folder.mkdir(parents=True, exist_ok=True)
     for e in entries:
         (folder / e.source).write_text(source)
+        (folder / e.binary).write_bytes(cubin(e.id))
     manifest.write(folder, list(entries))
+
+
+def add(folder, e, rescored=None) -> bool:
+    """writer.add with the entry's cubin, as the search hands over the one the judge loaded."""
+    built = folder.parent / f"built-{folder.name}-{e.id}.cubin"
+    built.write_bytes(cubin(e.id))
+    return writer.add(folder, e, "// kernel\n", rescored, binary=str(built))
 
 
 def test_round_trip(tmp_path):
@@ -56,11 +69,27 @@ def test_missing_source_is_refused(tmp_path):
 
 
 def test_writer_keeps_the_better_entry(tmp_path):
-    assert writer.add(tmp_path, entry(tmp_path, "a", score=1.2), "// kernel\n")
-    assert not writer.add(tmp_path, entry(tmp_path, "b", score=1.1), "// kernel\n")
-    assert writer.add(tmp_path, entry(tmp_path, "c", score=1.3), "// kernel\n")
+    assert add(tmp_path, entry(tmp_path, "a", score=1.2))
+    assert not add(tmp_path, entry(tmp_path, "b", score=1.1))
+    assert add(tmp_path, entry(tmp_path, "c", score=1.3))
     assert [e.id for e in manifest.read(tmp_path)] == ["c"]
-    assert not (tmp_path / "a.cu").exists()
+    assert not (tmp_path / "a.cu").exists() and not (tmp_path / "a.cubin").exists()
+    assert (tmp_path / "c.cubin").read_bytes() == cubin("c")
+
+
+def test_an_entry_without_a_binary_is_refused_by_name(tmp_path):
+    e = entry(tmp_path, "hostcode")
+    put(tmp_path, e)
+    doc = json.loads((tmp_path / "manifest.json").read_text())
+    doc["entries"][0]["binary"] = None   # a contract v1 (host-code) entry, as older libraries held
+    (tmp_path / "manifest.json").write_text(json.dumps(doc))
+    with pytest.raises(LibraryError, match=r"hostcode.*contract v1"):
+        manifest.read(tmp_path)
+
+
+def test_the_writer_refuses_an_entry_without_its_cubin(tmp_path):
+    with pytest.raises(ValueError, match="contract v2"):
+        writer.add(tmp_path, entry(tmp_path, "nobin"), "// kernel\n")
 
 
 def test_lookup_prefers_exact_then_range(tmp_path):
@@ -78,9 +107,9 @@ def test_table_lists_entries(tmp_path):
 
 
 def test_writer_compares_with_the_entry_score_measured_now(tmp_path):
-    assert writer.add(tmp_path, entry(tmp_path, "a", score=1.3), "// kernel\n")  # an inflated search score
-    assert not writer.add(tmp_path, entry(tmp_path, "b", score=1.1), "// kernel\n")
-    assert writer.add(tmp_path, entry(tmp_path, "b", score=1.1), "// kernel\n", rescored={"a": 1.0})
+    assert add(tmp_path, entry(tmp_path, "a", score=1.3))  # an inflated search score
+    assert not add(tmp_path, entry(tmp_path, "b", score=1.1))
+    assert add(tmp_path, entry(tmp_path, "b", score=1.1), rescored={"a": 1.0})
     assert [e.id for e in manifest.read(tmp_path)] == ["b"]
 
 
@@ -109,7 +138,7 @@ def test_the_margin_is_required_in_every_mode(tmp_path):
 
 
 def test_a_loss_is_never_written_into_the_library(tmp_path):
-    assert not writer.add(tmp_path, losing(tmp_path, "slow", 0.99, 1.2), "// kernel\n")
+    assert not add(tmp_path, losing(tmp_path, "slow", 0.99, 1.2))
     assert manifest.read(tmp_path) == []
 
 

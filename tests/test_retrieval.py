@@ -32,10 +32,11 @@ def retriever(chunks):
 
 def _entry(eid, M, N, K, score=1.0, m_range=None, source="k.cu", sha=""):
     return Entry(id=eid, M=M, N=N, K=K, family="sm90", params={"TILE_M": 128}, provenance={"kind": "template"},
-                 source=source, source_sha256=sha, device_sha256="", build={}, gpu={"name": "NVIDIA H100"},
+                 source=source, source_sha256=sha, build={}, gpu={"name": "NVIDIA H100"},
                  measured={"score": score, "speedup": {"offline": {"cublas": score}},
                            "times_us": {"offline": {"candidate": 10.0, "cublas": 10.0 * score}}},
-                 date="2026-11-22", m_range=m_range)
+                 date="2026-11-22", m_range=m_range, binary="k.cubin", spec={"kernels": []},
+                 device_sha256=hashlib.sha256(b"cubin").hexdigest())
 
 
 # ---- ranking ------------------------------------------------------------------------------------
@@ -184,6 +185,7 @@ def test_a_family_that_fails_to_render_is_skipped_with_a_warning(monkeypatch):
 def test_library_chunk_has_source_under_measured_header(tmp_path):
     src = V2.format(M=4096, N=4096, K=4096)
     (tmp_path / "k.cu").write_text(src)
+    (tmp_path / "k.cubin").write_bytes(b"cubin")
     sha = hashlib.sha256(src.encode()).hexdigest()
     manifest.write(tmp_path, [_entry("4096x4096x4096-sm80-abc", 4096, 4096, 4096, score=1.07, sha=sha)])
     [c] = corpus.library_chunks(tmp_path)
@@ -191,16 +193,6 @@ def test_library_chunk_has_source_under_measured_header(tmp_path):
     head, _, body = c.text.partition("\n\n")
     assert "score 1.070" in head and "offline speedup: cublas 1.070x" in head and body == src
     assert corpus.is_v2(c.text)   # the measured header does not hide the spec
-
-
-def test_v1_library_entries_are_not_chunks(tmp_path):
-    (tmp_path / "v1.cu").write_text(V1)
-    (tmp_path / "v2.cu").write_text(V2.format(M=64, N=64, K=64))
-    manifest.write(tmp_path, [
-        _entry("4096x4096x4096-sm90-abc", 4096, 4096, 4096, source="v1.cu", sha=hashlib.sha256(V1.encode()).hexdigest()),
-        _entry("64x64x64-sm80-def", 64, 64, 64, source="v2.cu",
-               sha=hashlib.sha256(V2.format(M=64, N=64, K=64).encode()).hexdigest())])
-    assert [c.meta["entry"] for c in corpus.library_chunks(tmp_path)] == ["64x64x64-sm80-def"]
 
 
 # ---- shape distance --------------------------------------------------------------------------------

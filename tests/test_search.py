@@ -133,16 +133,21 @@ class FreshEvaluator:
     candidate's name (the engine's decision is under test here, not the harness)."""
     gpu_name = ""
 
-    def __init__(self, scores):
-        self.scores, self.calls = scores, []
+    def __init__(self, scores, cubin):
+        self.scores, self.calls, self.cubin = scores, [], cubin
 
     def evaluate(self, cands, p, reuse=True, **kw):
         self.calls.append(([c.name for c in cands], reuse))
-        return [_ok(p, self.scores[c.name]) for c in cands]
+        return [_ok(p, self.scores[c.name], self.cubin) for c in cands]
 
 
-def _ok(p, s):
-    return EvalResult("x", "h", p.M, p.N, p.K, stage=Stage.DONE, ok=True, speedup={"offline": {"vendor_default": s}})
+CUBIN = b"the judged cubin"   # the manifest checks bytes against hashes; nothing loads them here
+
+
+def _ok(p, s, cubin=""):
+    return EvalResult("x", "h", p.M, p.N, p.K, stage=Stage.DONE, ok=True, speedup={"offline": {"vendor_default": s}},
+                      build={"kind": "cubin", "lib_path": cubin, "spec": {"kernels": []},
+                             "device_sha256": manifest.sha256_bytes(CUBIN)})
 
 
 def _publish_with(cfg, tmp_path, fresh):
@@ -152,14 +157,18 @@ def _publish_with(cfg, tmp_path, fresh):
     lib.mkdir()
     old_src = "// old kernel\n"
     (lib / "old.cu").write_text(old_src)
+    (lib / "old.cubin").write_bytes(CUBIN)
+    built = tmp_path / "built.cubin"
+    built.write_bytes(CUBIN)
     manifest.write(lib, [Entry(id="old", M=P.M, N=P.N, K=P.K, family="sm80", params={}, provenance={}, source="old.cu",
-                               source_sha256=manifest.sha256_text(old_src), device_sha256="", build={},
-                               measured={"score": 1.30}, gpu={}, date="2026-11-22")])
+                               source_sha256=manifest.sha256_text(old_src), device_sha256=manifest.sha256_bytes(CUBIN),
+                               build={}, measured={"score": 1.30}, gpu={}, date="2026-11-22", binary="old.cubin",
+                               spec={"kernels": []})])
     store, pop, src = Store(cfg.run.db), Population(cfg.run.db), "// new kernel\n"
     mid = pop.add(P, "new", src, store.put_source(src), "sm80", {}, None, "template", 1)
     pop.record(mid, True, "done", 1.25, "")
-    store.put(result_key(src, P, cfg, ""), _ok(P, 1.25))
-    ev = FreshEvaluator(fresh)
+    store.put(result_key(src, P, cfg, ""), _ok(P, 1.25, str(built)))
+    ev = FreshEvaluator(fresh, str(built))
     s = Search(cfg, store, ev, [], lib)
     return s._publish(P, pop.best(P)[0]), manifest.read(lib), ev.calls
 

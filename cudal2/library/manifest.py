@@ -1,9 +1,11 @@
 """The kernel library's manifest: one JSON file per architecture folder, listing every entry.
 
 Guarantees: `read` validates every entry (required fields, types, shape sanity, the source file
-present and matching its sha256, and a contract v2 entry's shipped cubin present and matching its
-`device_sha256`) and raises `LibraryError` naming the file and the entry on any
-problem, so a corrupt library never half-loads; `write` replaces the file atomically, so a crash
+present and matching its sha256, the shipped cubin present and matching its `device_sha256`, and
+its launch spec) and raises `LibraryError` naming the file and the entry on any
+problem, so a corrupt library never half-loads; a library holds contract v2 entries only (device
+code, a cubin and its launch spec): an entry without a binary (v1 host code, which would need a
+compiler and the candidate's host code in the user's process) is refused by name; `write` replaces the file atomically, so a crash
 mid-write leaves the old manifest intact.
 
 Does not: build or load binaries (see `runtime.py`).
@@ -45,8 +47,8 @@ class Entry:
     date: str
     m_range: list[int] | None = None   # [lo, hi] for an M-range entry
     extra: dict[str, Any] = field(default_factory=dict)
-    binary: str | None = None    # contract v2: the cubin beside the manifest (its sha256 is device_sha256)
-    spec: dict[str, Any] | None = None   # contract v2: the launch spec the cubin is launched from
+    binary: str | None = None    # the cubin beside the manifest (its sha256 is device_sha256); required by `read`
+    spec: dict[str, Any] | None = None   # the launch spec the cubin is launched from; required by `read`
 
     def covers(self, M: int, N: int, K: int) -> bool:
         if (N, K) != (self.N, self.K):
@@ -116,15 +118,16 @@ def read(folder: Path, check_binaries: bool = True) -> list[Entry]:
             raise LibraryError(f"{where} ({e.id}): source file {src} is missing")
         if sha256_file(src) != e.source_sha256:
             raise LibraryError(f"{where} ({e.id}): {src} does not match its sha256 in the manifest")
-        if e.binary is not None and check_binaries:
+        if not isinstance(e.binary, str) or not isinstance(e.spec, dict):
+            raise LibraryError(f"{where} ({e.id}): no shipped binary and launch spec (contract v1 host code is not a "
+                               "library entry: regenerate the shape as contract v2 with `cudal2 generate`)")
+        if check_binaries:
             binf = folder / e.binary
             if not binf.is_file():
                 raise LibraryError(f"{where} ({e.id}): binary {binf} is missing (rebuild: cudal2 library build)")
             if sha256_file(binf) != e.device_sha256:
                 raise LibraryError(f"{where} ({e.id}): {binf} does not match its device_sha256 in the manifest "
                                    "(corrupt? rebuild: cudal2 library build)")
-            if not isinstance(e.spec, dict):
-                raise LibraryError(f"{where} ({e.id}): a binary entry needs its launch spec")
         entries.append(e)
     return entries
 

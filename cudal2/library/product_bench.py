@@ -2,7 +2,9 @@
 `torch.nn.functional.linear`, in a fresh process.
 
 Guarantees:
-- every entry's shape is measured, on Gaussian inputs (never zeros), after checking that the two
+- every entry's shape is measured, and each extra shape given (`shapes`: e.g. the dev set, whose
+  shapes without an entry measure what a user pays there, the vendor through the library), on
+  Gaussian inputs (never zeros), after checking that the two
   agree. With `serve_all` this process serves every entry, whatever the manifest says, so the
   bench can decide what is served; without it, what the manifest serves, as a user gets it (the
   vendor's shapes then measure the fallback's cost). Whether the library call ran the entry's
@@ -101,8 +103,9 @@ def measure_shape(torch, lib, M: int, N: int, K: int, rounds: int, calls: int, f
 
 
 def run(folder: Path, out: Path, rounds: int = 15, calls: int = 50, limit: int = 0,
-        serve_all: bool = True) -> list[dict]:
-    """Measure every entry's shape of `folder` (the first `limit`, if given); JSON lines to `out`."""
+        serve_all: bool = True, shapes: list[tuple[int, int, int]] = ()) -> list[dict]:
+    """Measure every entry's shape of `folder` (the first `limit`, if given), then each of `shapes`
+    no entry has; JSON lines to `out` (an entry's row carries its `id`)."""
     t_start = time.perf_counter()
     import torch
 
@@ -129,14 +132,17 @@ def run(folder: Path, out: Path, rounds: int = 15, calls: int = 50, limit: int =
              "call_with_its_binary": (t3 - t2) * 1e3}
     first_ms = first["total"]
     entries = lib.entries[:limit] if limit else lib.entries
+    have = {(e.M, e.N, e.K) for e in lib.entries}
+    todo = [(e.id, e.M or e.m_range[1], e.N, e.K) for e in entries]
+    todo += [(None, *s) for s in dict.fromkeys(tuple(s) for s in shapes) if s not in have]
     if lib.compiled() is None:
         raise LibraryError("cudal2: the compiled dispatcher is not built; run `cudal2 library build` first")
     flush = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size, dtype=torch.uint8, device="cuda")
     rows = []
     out.write_text("")
     from rich.progress import track
-    for e in track(entries, description="product bench"):
-        row = {"id": e.id, **measure_shape(torch, lib, e.M or e.m_range[1], e.N, e.K, rounds, calls, flush)}
+    for eid, M, N, K in track(todo, description="product bench"):
+        row = {**({"id": eid} if eid else {}), **measure_shape(torch, lib, M, N, K, rounds, calls, flush)}
         rows.append(row)
         with out.open("a") as f:
             f.write(json.dumps(row) + "\n")
@@ -178,5 +184,8 @@ if __name__ == "__main__":
     ap.add_argument("--calls", type=int, default=50)
     ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--served", action="store_true", help="serve what the manifest serves (default: every entry)")
+    ap.add_argument("--shapes", type=Path, help="a shapes file (cudal2 generate --shapes): measure these too")
     a = ap.parse_args()
-    run(a.folder, a.out, a.rounds, a.calls, a.limit, serve_all=not a.served)
+    from cudal2.problem import load_shapes
+    extra = [(p.M, p.N, p.K) for p in load_shapes(a.shapes)] if a.shapes else []
+    run(a.folder, a.out, a.rounds, a.calls, a.limit, serve_all=not a.served, shapes=extra)

@@ -6,8 +6,8 @@ rewritten atomically; an entry whose rebuilt device hash differs from the record
 toolkit) is updated and named in the report, because the judge verified the old binary
 (`cudal2 library verify` re-checks it); missing or corrupt binaries are what this repairs, so the
 manifest is read without checking them. A `sass` entry (a reordered cubin) gets its recorded
-schedule applied again to the rebuilt cubin (this needs the SASS tools). v1 (host-code) entries
-are left to build on first use.
+schedule applied again to the rebuilt cubin (this needs the SASS tools). A source that no longer
+builds to a cubin (contract v2) is reported as failed.
 
 Does not: verify or time anything (no GPU needed), or touch sources.
 """
@@ -34,14 +34,14 @@ def rebuild(folder: Path, cfg: BuildConfig, console) -> dict[str, list[str]]:
     for todo in groups.values():
         built = build_all([(folder / entries[i].source).read_text() for i in todo], cfgs[todo[0]], console)
         results.update(zip(todo, built))
-    report: dict[str, list[str]] = {"shipped": [], "changed": [], "failed": [], "host_code": []}
+    report: dict[str, list[str]] = {"shipped": [], "changed": [], "failed": []}
     out = []
     for i, e in enumerate(entries):
         r = results[i]
         if not r.ok:
             report["failed"].append(f"{e.id}: {r.reason}")
         elif r.kind != "cubin":
-            report["host_code"].append(e.id)
+            report["failed"].append(f"{e.id}: built as {r.kind}, not a contract v2 cubin")
         else:
             data, sha = Path(r.lib_path).read_bytes(), r.device_sha256
             if e.provenance.get("kind") == "sass":

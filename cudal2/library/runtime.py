@@ -6,11 +6,9 @@ Guarantees:
 - dispatch: the served entry for the exact shape, else one whose M-range covers it, else the
   vendor GEMM (cuBLAS through torch or cupy); the result is always C = A·Bᵀ; `stats()` counts
   hits per entry and fallbacks per reason;
-- a contract v2 entry ships its cubin: it is loaded from the library folder, hash-checked, with no
-  compiler and no build (the manifest reader already refused a cubin that does not match);
-- a v1 (host-code) entry is built on first use (through the harness's policy and nvcc, cached)
-  and its device code is checked against the manifest's hash before it is loaded; when the
-  toolkit differs from the one that generated the entry, the hash cannot match and a warning says so;
+- every entry ships its cubin (contract v2; the manifest refuses anything else): it is loaded
+  from the library folder, hash-checked, by the worker's own module loader, with no compiler and
+  no build on the call path (rebuilding is `cudal2 library build`);
 - the call enqueues on the caller's current stream (torch's or cupy's) with no host
   synchronization; the workspace comes from the caller's framework allocator;
 - with torch and the compiled dispatcher built (`cudal2 library build`), torch calls run in C++
@@ -26,13 +24,11 @@ process: library entries are winners the harness already judged.
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cudal2.config import BuildConfig
 from cudal2.library import manifest
 from cudal2.library.manifest import Entry, LibraryError
 
@@ -41,7 +37,7 @@ if TYPE_CHECKING:
 
 
 class Library:
-    def __init__(self, folder: Path, build_cfg: BuildConfig | None = None, serve_margin: float | None = 0.02):
+    def __init__(self, folder: Path, serve_margin: float | None = 0.02):
         self.folder = Path(folder)
         self.entries = manifest.read(self.folder)
         # Never lose: only entries measured faster than the vendor (by the margin, in every mode) are
@@ -54,7 +50,6 @@ class Library:
         self._hits: dict[str, int] = {}
         self._fallbacks: dict[str, int] = {}
         self._short_vendor = [0]   # calls layers.linear sent straight to F.linear (counted as no_entry)
-        self.build_cfg = build_cfg or BuildConfig()
         self._loaded: dict[str, Any] = {}
         self._disabled: dict[str, str] = {}
         self._lock = threading.Lock()
@@ -130,8 +125,8 @@ class Library:
     def _load_for(self, M: int, N: int, K: int) -> bool:
         """The dispatcher's loader: register the served entry for (M, N, K); whether one is now in."""
         e = self.lookup(M, N, K)
-        if e is None or e.binary is None or e.id in self._disabled:
-            return False   # v1 host code is not dispatched in C++: its shapes go to the vendor there
+        if e is None or e.id in self._disabled:
+            return False
         from cudal2.library import dispatch
         try:
             dispatch.register(self._ext, e.id, self._candidate(e), M, N, K)
@@ -166,31 +161,13 @@ class Library:
         with self._lock:
             if e.id in self._loaded:
                 return self._loaded[e.id]
-            if e.binary is not None:  # shipped: the bytes the manifest pins, loaded as the worker loads them
-                from cudal2.harness.module import Module
-                from cudal2.harness.launch import LaunchSpec
-                data = (self.folder / e.binary).read_bytes()
-                if manifest.sha256_bytes(data) != e.device_sha256:
-                    raise LibraryError(f"{e.id}: {e.binary} does not match the manifest's device hash")
-                cand = Module(data, LaunchSpec.from_dict(e.spec))
-                self._loaded[e.id] = cand
-                return cand
-            from cudal2.harness.build import build, nvcc_version   # v1 only: a compiler on this machine
-            from cudal2.harness.loader import load_artifact
-            source = (self.folder / e.source).read_text()
-            cfg = dataclasses.replace(self.build_cfg, flags=list(e.build.get("flags", self.build_cfg.flags)),
-                                      archs=list(e.build.get("archs", self.build_cfg.archs)))
-            b = build(source, cfg)
-            if not b.ok:
-                raise LibraryError(f"{e.id}: build failed: {b.reason}")
-            if b.device_sha256 != e.device_sha256:
-                if nvcc_version(cfg.nvcc) == e.build.get("nvcc"):
-                    raise LibraryError(f"{e.id}: built device code does not match the manifest's hash "
-                                       "(same toolkit): refusing to load it")
-                warnings.warn(f"cudal2: {e.id} was generated with nvcc {e.build.get('nvcc')}, built here with "
-                              f"{nvcc_version(cfg.nvcc)}: device code differs from the verified binary; "
-                              "run `cudal2 library verify` on this machine", stacklevel=3)
-            cand = load_artifact(b.lib_path, b.kind, b.spec)  # the worker's loader: what the judge verified
+            # The bytes the manifest pins, loaded as the worker loads them: what the judge verified.
+            from cudal2.harness.launch import LaunchSpec
+            from cudal2.harness.module import Module
+            data = (self.folder / e.binary).read_bytes()
+            if manifest.sha256_bytes(data) != e.device_sha256:
+                raise LibraryError(f"{e.id}: {e.binary} does not match the manifest's device hash")
+            cand = Module(data, LaunchSpec.from_dict(e.spec))
             self._loaded[e.id] = cand
             return cand
 

@@ -1,8 +1,9 @@
 """Writing winners into the library folder.
 
 Guarantees: an entry is written only from a result that passed every check; its source is
-stored beside the manifest under a content-derived name, and a contract v2 entry's cubin (the
-binary the judge loaded, whose sha256 is the entry's device hash) beside it; for a shape already in the library the
+stored beside the manifest under a content-derived name, and its cubin (the binary the judge
+loaded, whose sha256 is the entry's device hash) beside it (contract v2 only: `add` refuses an
+entry without one); for a shape already in the library the
 better-scoring entry is kept (a tie keeps the existing one), comparing against an existing entry's
 score measured now when the caller passes one (`rescored`); the manifest is replaced atomically.
 
@@ -35,17 +36,14 @@ def entry_from(r: EvalResult, source: str, family: str, params: dict, provenance
                  binary=f"{eid}.cubin" if cubin else None, spec=r.build.get("spec") if cubin else None)
 
 
-def ship_binary(folder: Path, e: Entry, built: str) -> None:
-    """Copy the cubin the harness judged (`built`) beside the manifest as the entry's binary."""
-    if e.binary is not None:
-        (folder / e.binary).write_bytes(Path(built).read_bytes())
-
-
 def add(folder: Path, e: Entry, source: str, rescored: dict[str, float] | None = None, binary: str | None = None,
         margin: float = 0.0) -> bool:
-    """True when `e` went into the library (new shape, or better than the entry it replaces). Never
-    a loss: `e` must beat the vendor by `margin` in every measured mode (`Entry.wins`). `rescored`
-    maps an existing entry's id to its score measured beside `e`'s, used instead of the manifest's."""
+    """True when `e` went into the library (new shape, or better than the entry it replaces), with
+    `binary` (the cubin the harness judged) copied beside the manifest as `e.binary`. Never a loss:
+    `e` must beat the vendor by `margin` in every measured mode (`Entry.wins`). `rescored` maps an
+    existing entry's id to its score measured beside `e`'s, used instead of the manifest's."""
+    if e.binary is None or e.spec is None or binary is None:
+        raise ValueError(f"{e.id}: the library holds contract v2 entries only (a cubin and its launch spec)")
     if not e.wins(margin):
         return False
     entries = manifest.read(folder)
@@ -55,8 +53,7 @@ def add(folder: Path, e: Entry, source: str, rescored: dict[str, float] | None =
         return False
     folder.mkdir(parents=True, exist_ok=True)
     (folder / e.source).write_text(source)
-    if binary is not None:
-        ship_binary(folder, e, binary)
+    (folder / e.binary).write_bytes(Path(binary).read_bytes())
     keep = [x for x in entries if x not in same]
     manifest.write(folder, keep + [e])
     for old in same:

@@ -3,7 +3,7 @@
 Guarantees:
 - only contract v2 sources (device code plus a valid `/* cudal2-launch */` spec, `is_v2`) become
   kernel chunks: the model writes v2 and edits v2, so a v1 host-code file (the trusted-only CUTLASS
-  family `sm90`, a v1 library entry) is never shown to it as an example;
+  family `sm90`) is never shown to it as an example (the library holds v2 entries only);
 - notes: every `*.md` under `retrieval_corpus/notes/` becomes one chunk per `## ` section (text
   before the first section joins the first one), titled "<note title>: <section>"; a note must
   open with a `# ` title line, or it is skipped with a warning;
@@ -211,8 +211,6 @@ def library_chunks(folder: Path) -> list[Chunk]:
             src = (Path(folder) / e.source).read_text()
         except OSError as err:
             warnings.warn(f"library entry {e.id} skipped: {err}")
-            continue
-        if not is_v2(src):   # v1 entries are trusted-only host code: not shown to the model
             continue
         text = "\n".join(_measured_header(e)) + "\n\n" + src
         title = f"Library kernel {e.id} ({e.family or 'custom'}, {_shape_text(e)}), score {e.score:.3f}"

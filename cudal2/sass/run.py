@@ -1,9 +1,8 @@
 """`cudal2 sass`: the assembly game on library entries, and publishing what wins.
 
 Guarantees:
-- `select` picks entries by id (or a unique id prefix) or all of them, and refuses, in one line
-  (`SassError`), an unknown id and an entry without a shipped cubin (contract v1 host code:
-  there is no binary to reorder); `--all` takes every entry with a cubin, sm80 family first;
+- `select` picks entries by id (or a unique id prefix) or all of them (every entry ships a cubin),
+  sm80 family first, and refuses an unknown id in one line (`SassError`);
 - `play` runs one entry: the game on the kernel of its cubin with the most movable instructions,
   the agent within the time budget, timing paired against the shipped cubin in a worker process
   (`verify.PairedMeasure`); then, only for a gain that reached `min_gain` twice (the agent's
@@ -46,18 +45,13 @@ def select(entries: list[Entry], entry_id: str | None, all_: bool) -> list[Entry
     if all_ == (entry_id is not None):
         raise SassError("give exactly one of --entry ID or --all")
     if all_:
-        out = [e for e in entries if e.binary is not None]
-        if not out:
-            raise SassError("no library entry ships a cubin (rebuild them: cudal2 library build)")
-        return sorted(out, key=lambda e: (e.family != "sm80", e.N, e.K, e.M or 0))
+        if not entries:
+            raise SassError("the library has no entries (cudal2 generate fills it)")
+        return sorted(entries, key=lambda e: (e.family != "sm80", e.N, e.K, e.M or 0))
     match = [e for e in entries if e.id == entry_id] or [e for e in entries if e.id.startswith(entry_id)]
     if len(match) != 1:
         raise SassError(f"no single library entry matches {entry_id!r} ({len(match)} do; see `cudal2 library ls`)")
-    e = match[0]
-    if e.binary is None:
-        raise SassError(f"entry {e.id} ships no cubin (contract v1 host code, family {e.family}): "
-                        "the game reorders shipped binaries only")
-    return [e]
+    return [match[0]]
 
 
 @dataclass

@@ -195,6 +195,10 @@ class Search:
         r = stored(self.store, source, p, self.cfg, self.ev.gpu_name)
         if r is None or not r.ok:
             return False
+        if r.build.get("kind") != "cubin":
+            self.console.print(f"{p}: {best.name} is contract v1 host code (family {best.family}): the library holds "
+                               "contract v2 entries only, so it is not published")
+            return False
         old = [e for e in manifest.read(self.library_dir) if e.m_range is None and (e.M, e.N, e.K) == (p.M, p.N, p.K)]
         if any(e.source_sha256 == manifest.sha256_text(source) for e in old):
             return False  # already the library's entry (a resumed or repeated run)
