@@ -98,3 +98,21 @@ def test_torch_compile_traces_the_door_through_its_polyfill(door, monkeypatch):
     x, w = torch.randn(4, 8), torch.randn(3, 8)
     f = torch.compile(lambda x, w: ext.linear_door(x, w), fullgraph=True, backend="eager")
     assert torch.equal(f(x, w), torch.nn.functional.linear(x, w))
+
+
+def test_the_door_costs_no_dynamo_import_and_is_polyfilled_once_dynamo_loads(ext):
+    """Registering the polyfill eagerly imported torch._dynamo inside the first library call (3.7 s
+    on the H100 host); it must wait for torch.compile's own import, then be in place."""
+    import os
+    import subprocess
+    import sys
+    code = ("import sys, torch\n"
+            "from cudal2.library import dispatch, layers\n"
+            "ext = dispatch.load()\n"
+            "assert layers.door_for(ext) is ext.linear_door\n"
+            "assert 'torch._dynamo' not in sys.modules and not layers._POLYFILLED, 'imported too early'\n"
+            "import torch._dynamo\n"
+            "assert layers._POLYFILLED == [ext], 'not registered after the import'\n"
+            "print('ok')\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=dict(os.environ), timeout=300)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-2000:]
