@@ -156,11 +156,14 @@ def test_parameter_rules_pass_reads_inside_a_parameter_and_tma_descriptors():
                 '.pragma "/*"; ld.param.u64 %rd9, [k_param_1+-320]; // */',    # a block comment's start in a string
                 "// .param .b8 zz[64]\n{ .reg .b64 zz; ld.param.u64 %rd9, [zz]; }",   # a register named like a param
                 "{ .param .b64 a0; st.param.b64 [a0+0], %rd3; }",            # the address stored as a value
-                "{ .param .b8 k_param_2[64]; } ld.param.u32 %r9, [k_param_2+4];"):   # a parameter widened by a twin
+                "{ .param .b8 k_param_2[64]; } ld.param.u32 %r9, [k_param_2+4];",   # a parameter widened by a twin
+                ".extern .func x (); ld.u64 %rd9, [%rd3];",                   # a declaration inside the body
+                "{ ld.u64 %rd9, [%rd3];"):                                     # unbalanced braces
         assert param_address_violations(ptx.replace("prefetch.tensormap [%rd3];", bad)), bad
 
 
-@pytest.mark.parametrize("name", ["x_constant_past_end.cu", "y_param_name_from_comment.cu", "y_pragma_string_comment.cu"])
+@pytest.mark.parametrize("name", ["x_constant_past_end.cu", "y_param_name_from_comment.cu", "y_pragma_string_comment.cu",
+                                  "z_func_decl_in_body.cu"])
 def test_reads_of_the_parameter_banks_driver_words_fail_the_build(tmp_path, name):
     from .conftest import KERNELS
     r = build((KERNELS / "bad" / name).read_text(), BuildConfig(cache_dir=str(tmp_path)))

@@ -181,11 +181,44 @@ def param_address_violations(ptx: str) -> list[str]:
                    "bank through a register")
     entry = {n for head in re.findall(r"\.entry\s+[\w$]+\s*\((.*?)\)", body, flags=re.S)
              for n in re.findall(r"([A-Za-z_$][\w$]*)\s*(?:\[\d+\])?\s*(?:,|$)", head.strip())}
-    # Per function: register names are reused from one function to the next.
-    for fn in re.split(r"\.(?:entry|func)\s", body)[1:]:
-        if "{" in fn:   # (a prototype has no body)
-            out += _param_uses(fn[fn.find("{") + 1:], sizes, entry)
+    # Per function: register names are reused from one function to the next. Bodies are found by
+    # matching braces, not by the next `.func`: a declaration ptxas accepts inside a body
+    # (`.extern .func x ();`) once ended the rule's view of a kernel there (ninth review).
+    bodies, problem = _bodies(body)
+    if problem:
+        out.append(problem)
+    for fn in bodies:
+        out += _param_uses(fn, sizes, entry)
     return out[:5]
+
+
+# A directive opening a statement (an instruction's `.global` is a state space, not one of these).
+_DECL_IN_BODY = re.compile(r"(?:^|[;{}:])\s*(\.(?:entry|func|extern|visible|weak))\b")
+
+
+def _bodies(ptx: str) -> tuple[list[str], str]:
+    """The text inside each top-level pair of braces (every function body; an initializer's list
+    too, harmlessly), and what is wrong with the nesting or with a declaration inside a body: the
+    rules read the whole module, so a text they cannot split is refused, not skipped."""
+    bodies, depth, start, problem = [], 0, 0, ""
+    for m in re.finditer(r"[{}]", ptx):
+        if m.group(0) == "{":
+            if depth == 0:
+                start = m.end()
+            depth += 1
+        else:
+            depth -= 1
+            if depth < 0:
+                return bodies, "unbalanced braces in the PTX: the parameter rule cannot find the functions"
+            if depth == 0:
+                bodies.append(ptx[start:m.start()])
+    if depth:
+        return bodies, "unbalanced braces in the PTX: the parameter rule cannot find the functions"
+    for b in bodies:
+        if d := _DECL_IN_BODY.search(b):
+            problem = f"a module-level declaration (`{d.group(1)}`) inside a function body"
+            break
+    return bodies, problem
 
 
 _NAME = re.compile(r"%?[A-Za-z_$][\w$]*")
