@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from cudal2.config import BuildConfig
-from cudal2.harness import constbank, cubin, launch, policy
+from cudal2.harness import constbank, cubin, launch, paramflow, policy
 
 
 @dataclass
@@ -128,7 +128,7 @@ def rules_version() -> str:
     only under the rules that reached it (a rule added later must see old sources again)."""
     from cudal2.sass import cubin as sass_cubin, tools
     h = hashlib.sha256()
-    for mod in (policy, launch, cubin, constbank, sass_cubin, tools):
+    for mod in (policy, launch, cubin, constbank, paramflow, sass_cubin, tools):
         h.update(Path(mod.__file__).read_bytes())
     try:   # the disassembler reads the machine code the rule judges
         h.update(tools.version("nvdisasm").encode())

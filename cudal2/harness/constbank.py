@@ -16,8 +16,10 @@ Guarantees:
 - it fails closed: without nvdisasm, or with instructions it cannot place in a kernel, the
   cubin is refused with the reason.
 
-Does not: follow what a value read from an allowed word is used for (the PTX rule keeps the
-parameter bank's generic address, 0x198, to TMA descriptors and reads inside a parameter).
+`violations` also runs `paramflow.check`, which follows the one allowed word that is an address
+(0x198, the parameter bank's generic address) to its uses.
+
+Does not: follow what any other value read from an allowed word is used for.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from cudal2.harness import paramflow
 from cudal2.sass import tools
 from cudal2.sass.cubin import Cubin, CubinError
 
@@ -137,4 +140,4 @@ def violations(path: str | Path) -> list[str]:
         sass = tools.run("nvdisasm", ["-c", str(path)])
     except (tools.ToolMissing, tools.ToolFailed, CubinError, OSError) as e:
         return [f"the machine code could not be checked ({str(e).splitlines()[0][:300]})"]
-    return check(sass, params)
+    return check(sass, params) + paramflow.check(sass)

@@ -1,0 +1,83 @@
+"""The machine-code rule on the parameter bank's generic address (0x198): it may be offset to a TMA
+descriptor and given to a TMA instruction, and go nowhere else, on any path."""
+
+import pytest
+
+from cudal2.harness import paramflow
+
+HEAD = "\t.section\t.text.k,\"ax\",@progbits\n"
+
+
+def sass(*lines: str) -> str:
+    """A disassembly of kernel k in nvdisasm's layout: instructions numbered, labels on their own line."""
+    out, addr = [HEAD], 0
+    for ln in lines:
+        if ln.endswith(":"):
+            out.append(ln + "\n")
+        else:
+            out.append(f"        /*{addr:04x}*/                   {ln} ;\n")
+            addr += 0x10
+    return "".join(out)
+
+
+# What ptxas emits for a __grid_constant__ descriptor (tests/kernels/good/tma_v2.cu, sm90raw).
+HONEST = (
+    "ULDC.64 UR12, c[0x0][0x198]",
+    "UIADD3 UR14, UP0, UR12, 0x70, URZ",
+    "UIADD3.X UR15, URZ, UR13, URZ, UP0, !UPT",
+    "UTMACCTL.PF [UR14]",
+    "ULDC.64 UR12, c[0x0][0x208]",          # the registers reused for the memory descriptor
+    "LDG.E R2, desc[UR12][R4.64]",
+    "UMOV UR5, UR14",
+    "UTMALDG.2D [UR8], [UR14]",
+    "EXIT",
+)
+
+
+def test_the_descriptor_pattern_passes():
+    assert paramflow.check(sass(*HONEST)) == []
+
+
+@pytest.mark.parametrize("lines, says", [
+    (("LDC.64 R4, c[0x0][0x198]", "LD.E R2, [R4.64]", "EXIT"), "other than into uniform"),
+    (("IADD3 R4, R4, c[0x0][0x19c], RZ", "EXIT"), "other than into uniform"),
+    (("ULDC.64 UR4, c[0x0][0x198]", "MOV R2, UR4", "EXIT"), "UR4"),                        # to a vector register
+    (("ULDC.64 UR4, c[0x0][0x198]", "UIADD3 UR6, UR4, -0x168, URZ", "IMAD.U32 R2, RZ, RZ, UR6", "EXIT"), "UR6"),
+    (("ULDC.64 UR4, c[0x0][0x198]", "UBLKCP.S.G [UR8], [UR4], UR10", "EXIT"), "UR4"),      # a bulk copy from it
+    (("ULDC.64 UR4, c[0x0][0x198]", "UIADD3 UR6, UP0, UR4, 0x8, URZ", "@UP0 BRA `(.L_x_1)", "EXIT", ".L_x_1:",
+      "EXIT"), "UP0"),                                                                        # a branch on its carry
+    (("ULDC.64 UR4, c[0x0][0x198]", "UISETP.NE.U32.AND UP1, UPT, UR4, URZ, UPT", "EXIT"), "UR4"),
+    (("ULDC.64 UR4, c[0x0][0x198]", "UTMALDG.2D [UR8], [UR14], UR4", "EXIT"), "UR4"),      # not in brackets
+    (("ULDC.64 UR4, c[0x0][0x198]", "@UP0 UMOV UR4, URZ", "MOV R2, UR4", "EXIT"), "UR4"),  # a guarded kill
+    (("ULDC.64 UR4, c[0x0][0x198]", "UIADD3 UR4, UR4, -0x168, URZ", "MOV R2, UR4", "EXIT"), "UR4"),  # in place
+    (("ULDC.64 UR4, c[0x0][0x198]", "@P1 R2UR P0, UR4, R5", "MOV R2, UR4", "EXIT"), "UR4"),   # a guarded R2UR
+    # A path that jumps over the kill keeps the address (a linear scan would miss it).
+    (("ULDC.64 UR4, c[0x0][0x198]", "@P0 BRA `(.L_x_1)", "UMOV UR4, URZ", ".L_x_1:", "MOV R2, UR4", "EXIT"), "UR4"),
+    # Round a loop: the use comes before the load in the text, after it in time.
+    ((".L_x_0:", "MOV R2, UR4", "ULDC.64 UR4, c[0x0][0x198]", "@P0 BRA `(.L_x_0)", "EXIT"), "UR4"),
+])
+def test_any_other_use_on_any_path_is_refused(lines, says):
+    bad = paramflow.check(sass(*lines))
+    assert bad and says in bad[0], bad
+
+
+@pytest.mark.parametrize("kill", ["UMOV UR4, URZ", "R2UR UR4, R7", "R2UR P0, UR4, R7", "UIMAD.WIDE UR4, UR8, 0x3, URZ"])
+def test_a_write_on_every_path_clears_it(kill):
+    assert paramflow.check(sass("ULDC.64 UR4, c[0x0][0x198]", kill, "MOV R2, UR4", "EXIT")) == []
+
+
+def test_a_wide_write_clears_both_halves():
+    assert paramflow.check(sass("ULDC.64 UR4, c[0x0][0x198]", "UIMAD.WIDE UR4, UR8, 0x3, URZ", "MOV R2, UR5",
+                                "EXIT")) == []
+    assert paramflow.check(sass("ULDC.64 UR4, c[0x0][0x198]", "UMOV UR4, URZ", "MOV R2, UR5", "EXIT"))
+
+
+@pytest.mark.parametrize("branch", ["BRX R2 -0x10", "JMX R2", "BRA `(.L_nowhere)"])
+def test_a_graph_it_cannot_complete_is_refused(branch):
+    assert "cannot" in paramflow.check(sass("ULDC.64 UR4, c[0x0][0x198]", branch, "EXIT"))[0]
+
+
+def test_a_call_returns_to_its_caller_with_the_address():
+    bad = paramflow.check(sass("CALL.REL.NOINC `(f)", "MOV R2, UR4", "EXIT",
+                               "f:", "ULDC.64 UR4, c[0x0][0x198]", "RET.REL.NODEC R20 `(k)"))
+    assert bad and "UR4" in bad[0]
