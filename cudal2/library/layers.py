@@ -123,38 +123,41 @@ def _polyfill(ext) -> None:
 
 
 def _after_import(name: str, then) -> None:
-    """Run `then()` now if module `name` is imported, else right after its import ends (one-shot:
-    a finder at the head of sys.meta_path wraps that module's loader once, then leaves)."""
+    """Run `then()` now if module `name` is imported, else once its import ends."""
     import sys
     if name in sys.modules:
         then()
-        return
-    import importlib.abc
-    import importlib.util
+    elif not any(isinstance(f, _AfterImport) and f.name == name for f in sys.meta_path):
+        sys.meta_path.insert(0, _AfterImport(name, then))
 
-    class _Then(importlib.abc.MetaPathFinder):
-        def find_spec(self, fullname, path, target=None):
-            if fullname != name:
-                return None
-            sys.meta_path.remove(self)
-            spec = importlib.util.find_spec(fullname)
-            if spec is not None and spec.loader is not None and hasattr(spec.loader, "exec_module"):
-                run = spec.loader.exec_module
 
-                def exec_then(module):
-                    run(module)
-                    try:
-                        then()
-                    except Exception as err:  # noqa: BLE001  never break the import that triggered it
-                        import warnings
-                        warnings.warn(f"cudal2: after importing {name}: {err}", stacklevel=2)
-                spec.loader.exec_module = exec_then
-            return spec
+class _AfterImport:
+    """A one-shot import finder: for module `name` it leaves sys.meta_path, finds the module's
+    spec the usual way and wraps its loader so that `then()` runs right after the module executed
+    (a failure of `then` is a warning: it never breaks the import that triggered it)."""
 
-    if not any(type(f).__name__ == "_Then" and getattr(f, "_name", None) == name for f in sys.meta_path):
-        finder = _Then()
-        finder._name = name
-        sys.meta_path.insert(0, finder)
+    def __init__(self, name: str, then):
+        self.name, self.then = name, then
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname != self.name:
+            return None
+        import importlib.util
+        import sys
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(fullname)
+        if spec is not None and spec.loader is not None and hasattr(spec.loader, "exec_module"):
+            run, then = spec.loader.exec_module, self.then
+
+            def exec_then(module):
+                run(module)
+                try:
+                    then()
+                except Exception as err:  # noqa: BLE001
+                    import warnings
+                    warnings.warn(f"cudal2: after importing {fullname}: {err}", stacklevel=2)
+            spec.loader.exec_module = exec_then
+        return spec
 
 
 def _traced_linear(x, W, bias=None):
