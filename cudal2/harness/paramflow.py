@@ -17,6 +17,13 @@ Guarantees: `check(sass)` refuses, one line per kind,
 - it fails closed: in a cubin that loads the address at all, an indirect branch (`BRX`, `JMX`,
   `JMP`) or a branch to a label it cannot find is refused, since the graph would be incomplete.
 
+Known false positive: ptxas sometimes loads the address into vector registers (`LDC.64 R58,
+c[0x0][0x198]`, then `IADD3`/`IMAD.X`/`R2UR` back to uniform registers) on its way to a TMA
+instruction (1 of 26 sm90raw points surveyed); such a cubin is refused. Following vector
+registers too needs kills that know how many registers each instruction writes (HGMMA's
+accumulator ranges, 128-bit loads), else an honest kernel's later reuse of a register reads as a
+use of the address.
+
 Does not: check which descriptor an offset lands on (the tensor-memory unit reads a descriptor
 from the parameter space and faults on anything else), or follow vector registers (a tainted
 value may never reach one).
