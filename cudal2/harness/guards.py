@@ -12,9 +12,12 @@ Guarantees:
   densely under a key and the check count, so no timed call sees inputs any earlier call saw;
 - `spot` (after calls) recomputes 32 outputs of each set's C at positions drawn after the call,
   both operands from the generator (the last row and the last column always among them),
-  counts failures and keeps the first, and counts the checks once per launch, chaining a tag
-  under a key that only its launch parameters hold: `Log.read` says whether the log is one the
-  harness wrote, so the judge can tell that every timed call was checked;
+  counts failures and keeps the first, and chains a tag over each check's number (from the host)
+  and its own failures (counted from zero: the host clears the counter on the stream just before
+  the launch) under a key that only its launch parameters hold: `Log.read(n)` says whether the log
+  is the one n clean checks leave, so the judge can tell that every timed call was checked and
+  passed even if a call found and rewrote the log (a preset count wrapping to zero no longer
+  reaches the tag); no harness kernel reads the check number from memory;
 - `scrub` overwrites shared memory, a LOCAL_BYTES local frame per thread slot and the rest of
   the local window above it, and the register file of every SM, so no call finds there what an
   earlier call left.
@@ -106,9 +109,8 @@ extern "C" __global__ void cudal2_fill(__half* X, long long n, u64 key, int mode
 // `mode`, or none; ws[s]: ws_bytes random bytes; C[s]: c_elems random answer-scale values.
 extern "C" __global__ void cudal2_prep(__half* const* X, long long rows, int K, int transposed, int mode, int sb,
                                        unsigned char* const* ws, long long ws_bytes, __half* const* C,
-                                       long long c_elems, float c_scale, const unsigned* log, u64 key, int first) {
+                                       long long c_elems, float c_scale, unsigned call, u64 key, int first) {
     const int set = first + blockIdx.y;
-    const unsigned call = log[0];
     const u64 k = set_key(key, set);
     const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     const long long stride = (long long)gridDim.x * blockDim.x;
@@ -149,16 +151,18 @@ extern "C" __global__ void cudal2_prep(__half* const* X, long long rows, int K, 
 // operand is read from memory: the regenerated one (regen 1 = A, 2 = B) comes from this guard's
 // key and the check count, the fixed one from its set's seed in `fixed`, so nothing the kernel
 // under test can reach decides the reference.
-// log: [0] checks completed, [1] failures, [2] first failing check, [3] set, [4] row, [5] col,
-// [6] got, [7] want, [8] blocks done in the current check, [10..11] a tag chained over every
-// check's (count, failures) under `mac`, a key that exists only in this launch's parameters: a log
-// rewritten by anyone else does not carry the tag the host expects.
+// `call` (the check's number) comes from the host, never from memory a kernel under test could
+// reach. log: [1] this check's failures and [2] its blocks done (both zeroed by the host just
+// before this launch, on its stream: no earlier call can preset them), [3] failures in all checks,
+// [4] first failing check, [5] set, [6] row, [7] col, [8] got, [9] want (for the report only),
+// [10..11] a tag chained over every check's (number, failures) under `mac`, a key that exists
+// only in this launch's parameters: a log rewritten by anyone else, a check that did not run, or
+// a check that found a failure leaves a tag other than the one the host expects.
 extern "C" __global__ void cudal2_spot(__half* const* C, int M, int N, int K, int regen, int xmode, int fmode,
                                        int sb, const u64* fixed, unsigned* log, u64 key, u64 mac, int first,
-                                       u64 pkey) {
+                                       u64 pkey, unsigned call) {
     __shared__ float red[2][8];
     const int set = first + blockIdx.x, w = blockIdx.y;
-    const unsigned call = log[0];
     const u64 k = set_key(key, set), f = fixed[set];
     const u64 h = prf(pkey, ((u64)set << 8) ^ (u64)w);
     int r = (int)((h & 0xFFFFFFFFull) % (u64)M), c = (int)((h >> 32) % (u64)N);
@@ -186,20 +190,19 @@ extern "C" __global__ void cudal2_spot(__half* const* C, int M, int N, int K, in
         // below 2^-18 of the sum of |products| at any K), with room for both sides' rounding.
         const float tol = ldexpf(fabsf(acc), -10) + ldexpf(mag, -18) + 1e-6f;
         if (!(fabsf(got - acc) <= tol)) {
-            if (atomicAdd(&log[1], 1u) == 0u) {
-                log[2] = call; log[3] = (unsigned)set; log[4] = (unsigned)r; log[5] = (unsigned)c;
-                log[6] = __float_as_uint(got); log[7] = __float_as_uint(acc);
+            atomicAdd(&log[1], 1u);
+            if (atomicAdd(&log[3], 1u) == 0u) {
+                log[4] = call; log[5] = (unsigned)set; log[6] = (unsigned)r; log[7] = (unsigned)c;
+                log[8] = __float_as_uint(got); log[9] = __float_as_uint(acc);
             }
         }
         __threadfence();
-        // The last block of this check closes it: every block read log[0] before any could get here.
-        if (atomicAdd(&log[8], 1u) == gridDim.x * gridDim.y - 1) {
-            log[8] = 0u;
+        // The last block of this check closes it, after every block counted its failure.
+        if (atomicAdd(&log[2], 1u) == gridDim.x * gridDim.y - 1) {
             __threadfence();
             u64 tag = ((u64)log[11] << 32) | log[10];
             tag = prf(mac, tag ^ ((u64)call << 32) ^ (u64)atomicAdd(&log[1], 0u));
             log[10] = (unsigned)tag; log[11] = (unsigned)(tag >> 32);
-            log[0] = call + 1u;
         }
     }
 }
@@ -357,18 +360,25 @@ class Log:
         self.mac = secrets.randbits(64)
         self._tags = [0]   # _tags[n]: the tag after n clean checks (extended as checks are read)
 
-    def read(self) -> tuple[int, int, Failure | None, bool]:
-        """(checks, failures, first failure, authentic): authentic means the tag is the one that
-        `checks` checks with no failure produce under this log's key (false when failures > 0)."""
+    def open_check(self) -> None:
+        """Enqueue on the current stream, just before a check: its failure and block counters
+        zeroed, so nothing a call left there (a preset count that wraps to zero) reaches its tag."""
+        cp.cuda.runtime.memsetAsync(self.buf.data.ptr + 4, 0, 8, cp.cuda.get_current_stream().ptr)
+
+    def read(self, checks: int) -> tuple[int, Failure | None, bool]:
+        """(failures, first failure, authentic) after `checks` checks were enqueued: authentic means
+        the tag is the one that exactly `checks` checks with no failure produce under this log's key
+        (false when a check failed, did not run, or the log was rewritten); the failure count and
+        the first failure are for the report."""
         v = self.buf.get()
         first = None
-        if v[1]:
-            f32 = v[6:8].view(np.float32)
-            first = Failure(int(v[2]), int(v[3]), int(v[4]), int(v[5]), float(f32[0]), float(f32[1]))
-        while len(self._tags) <= int(v[0]):   # each tag is computed once, however often the log is read
+        if v[3]:
+            f32 = v[8:10].view(np.float32)
+            first = Failure(int(v[4]), int(v[5]), int(v[6]), int(v[7]), float(f32[0]), float(f32[1]))
+        while len(self._tags) <= checks:   # each tag is computed once, however often the log is read
             n = len(self._tags) - 1
             self._tags.append(prf(self.mac, self._tags[n] ^ (n << 32)))
-        return int(v[0]), int(v[1]), first, self._tags[int(v[0])] == (int(v[11]) << 32 | int(v[10]))
+        return int(v[3]), first, self._tags[checks] == (int(v[11]) << 32 | int(v[10]))
 
 
 class Guard:
@@ -388,7 +398,7 @@ class Guard:
         self.X = _ptrs(X) if X else None
         self.F = _ptrs(F) if F else None
         self.frows = F[0].size // K if F else 0
-        self.spots = 0                                        # checks enqueued: log[0] once they ran
+        self.spots = 0                                        # checks enqueued (each one's number, from here)
         # Per set, on the device (written by prep's fills, read by inputs_changed: no copy either way):
         self.set_calls = cp.zeros(self.n, dtype=cp.uint32)   # the call its X was drawn at...
         self.set_xmodes = cp.zeros(self.n, dtype=cp.int32)   # ...and in which mode
@@ -420,16 +430,18 @@ class Guard:
             (X if X is not None else np.uint64(0), np.int64(self.rows), np.int32(self.K),
              np.int32(self.transposed), np.int32(self.xmode), np.int32(sign_block(self.K)),
              self.ws if self.ws is not None else np.uint64(0), np.int64(self.ws_bytes),
-             self.C, np.int64(self.c_elems), np.float32(math.sqrt(self.K)), self.log.buf, self.key, np.int32(first)))
+             self.C, np.int64(self.c_elems), np.float32(math.sqrt(self.K)), np.uint32(self.spots), self.key,
+             np.int32(first)))
 
     def spot(self, first: int = 0, count: int | None = None) -> None:
         """Enqueue on the current stream: one check of sets [first, first + count)."""
         count = self.n - first if count is None else count
+        self.log.open_check()
         _fn("cudal2_spot")(
             (count, SAMPLES), (256,),
             (self.C, np.int32(self.M), np.int32(self.N), np.int32(self.K), np.int32(self.regen), np.int32(self.xmode),
              np.int32(self.fmode), np.int32(sign_block(self.K)), self.fixed, self.log.buf, self.key,
-             np.uint64(self.log.mac), np.int32(first), new_key()))
+             np.uint64(self.log.mac), np.int32(first), new_key(), np.uint32(self.spots)))
         self.spots += 1
 
     def inputs_changed(self) -> int:

@@ -431,12 +431,13 @@ class Judge:
             # drawn afresh before the next: no replay may differ from the final one, whose full
             # check and re-run read it, in what a call may do to its inputs.
             self.check_between_calls(g, r.sets)
-            checks, failed, bad, _ = g.log.read()   # read now: no later call gets to rewrite it
+            failed, bad, authentic = g.log.read(g.spots)   # read now: no later call gets to rewrite it
             if failed:
                 raise Failed(Stage.TIMING, f"a spot-checked output is wrong in a timed call: input set {bad.set}, "
                                            f"C[{bad.row}][{bad.col}] = {bad.got:.4g}, want {bad.want:.4g}")
-            if checks != g.spots:
-                raise Failed(Stage.TIMING, f"{checks} spot checks ran where {g.spots} were enqueued")
+            if not authentic:
+                raise Failed(Stage.TIMING, f"the log of {g.spots} spot checks is not what they leave: a check did not "
+                                           "run, found a wrong output, or the log was rewritten")
             if snaps is not None and snaps.mismatches():
                 raise Failed(Stage.TIMING, f"{snaps.mismatches()} outputs sampled the moment their call ended differ "
                                            "from the replay's final outputs: a later call completed or changed them")
@@ -525,13 +526,14 @@ class Judge:
         output after its call (a baseline's failure is the harness's own bug, not the
         candidate's: it raises)."""
         for n in names:
-            checked, failed, first, authentic = gd[n].log.read()
-            done = checked - before[n]
+            want = before[n] + expected[n]
+            failed, first, authentic = gd[n].log.read(want)
+            done = gd[n].spots - before[n]   # enqueued; `authentic` says each ran, clean
             if n != "candidate":
                 late = snaps[n].mismatches() if snaps else 0
                 if failed or done != expected[n] or not authentic or late:
                     why = (f"baseline {n} {mode}: {failed} spot failures, {done} of {expected[n]} calls checked"
-                           + ("" if authentic else ", its check log rewritten")
+                           + ("" if authentic else ", its check log not what its checks leave")
                            + (f", {late} outputs changed after their call" if late else ""))
                     if self.cand is not None:  # the only untrusted code that ran beside it: its interference
                         raise Failed(Stage.TIMING, f"{why}: the vendor's outputs went wrong beside this candidate")
@@ -543,9 +545,10 @@ class Judge:
                                            f"{first.check}, input set {first.set}: C[{first.row}][{first.col}] = "
                                            f"{first.got:.4g}, want {first.want:.4g} (inputs change between timed calls)")
             if done != expected[n]:
-                raise Failed(Stage.TIMING, f"{mode}: {done} spot checks ran where {expected[n]} were enqueued")
+                raise Failed(Stage.TIMING, f"{mode}: {done} spot checks enqueued where {expected[n]} calls ran")
             if not authentic:
-                raise Failed(Stage.TIMING, f"{mode}: the spot checks' log was rewritten between checks")
+                raise Failed(Stage.TIMING, f"{mode}: the log of the spot checks is not what {expected[n]} clean checks "
+                                           "leave: a check did not run, or the log was rewritten")
 
     def check_between_calls(self, guard: guards.Guard, sets: Sets) -> None:
         """After the candidate's timed calls (the device drained): both operands of every set are
