@@ -51,8 +51,10 @@ def main(out: Path, per_shape: int, seed: int) -> None:
     t0 = time.monotonic()
     results = build_all(list(srcs.values()), BuildConfig(), None, label="rule survey")
     refused = {name: f"{r.stage}: {r.reason}" for name, r in zip(srcs, results) if not r.ok}
-    doc = {"sources": len(srcs), "refused": refused, "seconds": time.monotonic() - t0,
-           "tma_kernels": sum("sm90raw@" in n or "tma" in n for n in srcs)}
+    kinds = {"library": "kernels_out/", "good controls": "tests/kernels/good/", "task references": "cudal2/rl/",
+             "sm90raw (TMA)": "sm90raw@", "sm80": "sm80@", "skinny": "skinny@", "tiled": "tiled@"}
+    doc = {"sources": len(srcs), "by_kind": {k: sum(n.startswith(v) for n in srcs) for k, v in kinds.items()},
+           "refused": refused, "seconds": time.monotonic() - t0}
     out.write_text(json.dumps(doc, indent=1))
     print(json.dumps({k: v for k, v in doc.items() if k != "refused"}), f"{len(refused)} refused")
     for name, why in refused.items():
