@@ -52,7 +52,7 @@ HONEST_VECTOR = (
     "@!P2 R2UR UR13, R7",
     "PLOP3.LUT P0, PT, PT, PT, PT, 0x80, 0x0",
     "UTMASTG.2D [UR16], [UR12]",
-    "HGMMA.64x128x16.F32 R24, gdesc[UR4], RZ",   # R58, R59 reused inside an accumulator range
+    "HGMMA.64x128x16.F32 R24, gdesc[UR20], RZ",  # R58, R59 reused inside an accumulator range
     "FADD R2, R58, R59",
     "EXIT",
 )
@@ -92,6 +92,12 @@ LOAD = "LD.E R9, [R2.64]"   # a generic load through whatever R2 holds
     ((".L_x_0:", "MOV R2, UR4", LOAD, "ULDC.64 UR4, c[0x0][0x198]", "@P0 BRA `(.L_x_0)", "EXIT"), "R2"),
     # An accumulator range ends before the address's registers: they still hold it.
     (("LDC.64 R58, c[0x0][0x198]", "HGMMA.64x64x16.F32 R24, gdesc[UR4], RZ", "LD.E R9, [R58.64]", "EXIT"), "R58"),
+    # (tenth review) a conversion reads the pair its 64-bit type names; NANOSLEEP reads, never writes
+    (("ULDC.64 UR4, c[0x0][0x198]", "MOV R5, UR5", "MOV R4, RZ", "I2F.F64.U64 R6, R4", "EXIT"), "R5"),
+    (("LDC.64 R4, c[0x0][0x198]", "NANOSLEEP R4", LOAD.replace("R2", "R4"), "EXIT"), "R4"),
+    (("ULDC.64 UR4, c[0x0][0x198]", "UMOV UR8, URZ", "UMOV UR9, UR5", "UBLKCP.S.G [UR10], [UR8], UR12", "EXIT"),
+     "UR9"),                                                  # the high half of an unbracketed-width address
+    (("LDC.64 R58, c[0x0][0x198]", "HGMMA.64x128x16.F32 R24, gdesc[UR4], R24", "EXIT"), "R58"),  # accumulators
 ])
 def test_any_other_use_on_any_path_is_refused(lines, says):
     bad = paramflow.check(sass(*lines))

@@ -160,17 +160,24 @@ def _param_sizes(ptx: str) -> dict[str, int]:
     return sizes
 
 
+_STRING_OR_COMMENT = re.compile(r'"[^"\n]*"|/\*.*?\*/|//[^\n]*', flags=re.S)
+
+
 def param_address_violations(ptx: str) -> list[str]:
     """Uses of a parameter's address other than `ld.param` inside that parameter, `cvta.param` of it,
     a TMA instruction naming it, or a plain copy of it; any other access to the parameter space
     (`ld`/`st` of `.param` through anything but a parameter's address, `cvta.to.param`); and
     %envreg (driver words). One line each, at most five."""
     # Strings and comments out in one left-to-right pass, as ptxas reads them: a `//` inside a
-    # block comment must not eat its end, and a `/*` inside a string (`.pragma "/*";`) opens none.
-    body = re.sub(r'"(?:[^"\\\n]|\\.)*"|/\*.*?\*/|//[^\n]*', lambda m: '""' if m.group(0)[0] == '"' else " ",
-                  ptx, flags=re.S)
-    sizes = _param_sizes(body)   # (from the code only: a declaration in a comment declares nothing)
+    # block comment must not eat its end, a `/*` inside a string (`.pragma "/*";`) opens none, and
+    # a string ends at its next quote (ptxas knows no escapes: `"x\"` is the string `x\`, and an
+    # escape-aware pattern once hid the code up to the next string from every rule, tenth review).
     out: list[str] = []
+    lexed = _STRING_OR_COMMENT.findall(ptx)
+    if any(t.startswith('"') and "\\" in t for t in lexed):
+        out.append("a backslash inside a PTX string (ptxas reads it as a plain character; honest PTX has none)")
+    body = _STRING_OR_COMMENT.sub(lambda m: '""' if m.group(0)[0] == '"' else " ", ptx)
+    sizes = _param_sizes(body)   # (from the code only: a declaration in a comment declares nothing)
     if _ENVREG.search(body):
         out.append("reads a driver register (%envreg): the launch's driver words are not the kernel's to read")
     # A register named like a parameter would make `[name]` a register-indexed read of the bank.

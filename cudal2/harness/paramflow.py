@@ -22,9 +22,13 @@ Guarantees: `check(sass)` refuses, one line per kind,
 - it fails closed: in a cubin that loads the address at all, an indirect branch (`BRX`, `JMX`,
   `JMP`) or a branch to a label it cannot find is refused, since the graph would be incomplete.
 
-How many registers an instruction writes (a 64-bit pair, a 128-bit quad, an MMA's accumulator
-range) decides what a write clears; a write it cannot size clears only its first register, so an
-error there can refuse an honest cubin, never pass a use.
+What an instruction writes is known only for a list of opcodes (`_WRITES`), by a width that never
+overstates it (a 64-bit pair, a 128-bit quad, an MMA's accumulator range; a conversion's first
+register only); any other instruction writes nothing here and every register it names is a read
+(`NANOSLEEP R4` reads R4). Reads are sized generously (a pair wherever a 64-bit type is spelled or
+an address is bracketed). So an error in either table can refuse an honest cubin, never pass a use
+(the tenth review passed the address through `I2F.F64.U64`'s unseen high register, and through
+`NANOSLEEP`, then taken for a write).
 
 Does not: check which descriptor an offset lands on (the tensor-memory unit reads a descriptor
 from the parameter space and faults on anything else).
@@ -78,17 +82,28 @@ def _split(tail: str) -> list[str]:
     return [a for a in out + [cur.strip()] if a]
 
 
-def _span(reg: str, n: int) -> list[str]:
-    kind, k = re.match(r"(U?[RP])(\d+)", reg).groups()
-    return [f"{kind}{int(k) + j}" for j in range(n)]
+# Opcodes known to write their first operand (after a predicate out for R2UR and SHFL). Any other
+# instruction writes nothing as far as this check knows, and every register it names is a read.
+_WRITES = frozenset("""
+    IADD3 IMAD IMADSP LOP3 SHF LEA PRMT SEL FSEL MOV IABS IMNMX VIMNMX POPC FLO BREV BMSK SGXT VIADD IDP
+    FADD FMUL FFMA FMNMX MUFU F2F F2I I2F I2I F2FP FRND HADD2 HMUL2 HFMA2 HMNMX2 DADD DMUL DFMA
+    ISETP FSETP DSETP HSETP2 PLOP3 P2R VOTE LDG LD LDS LDSM LDC LDL S2R CS2R HMMA HGMMA IMMA R2UR SHFL
+    UMOV UIADD3 UIMAD ULOP3 ULOP USHF ULEA USEL UPRMT UFLO UPOPC UBREV UISETP UPLOP3 USGXT UBMSK ULDC S2UR
+    VOTEU REDUX
+""".split())
+_CONVERT = ("F2F", "F2I", "I2F", "I2I")
+_WIDE = re.compile(r"\.(?:64|U64|S64|F64)\b")
 
 
 def _width(i: _Insn) -> int:
-    """Registers written from the first destination on."""
+    """Registers its destination surely covers (never more: an overstated width would clear a
+    register the instruction leaves as it was)."""
     if m := _HGMMA.search(i.op):   # a 64xN accumulator tile over 128 threads
         return int(m.group(1)) // (2 if m.group(2) == "F32" else 4)
     if i.base == "HMMA":
         return 4 if ".F32" in i.op else 2
+    if i.base in _CONVERT:         # `I2F.U64`: which width is the destination's is not spelled
+        return 1
     if ".128" in i.op or re.search(r"\.M?T?88\.4\b", i.op):
         return 4
     if ".64" in i.op or ".WIDE" in i.op or re.search(r"\.M?T?88\.2\b", i.op) or i.base in ("DADD", "DMUL", "DFMA"):
@@ -96,10 +111,29 @@ def _width(i: _Insn) -> int:
     return 1
 
 
+def _read_width(i: _Insn) -> int:
+    """Registers each bare source operand may cover (at least: a pair wherever a 64-bit type is
+    spelled, since `I2F.F64.U64 R6, R4` reads R4 and R5)."""
+    if m := _HGMMA.search(i.op):
+        return int(m.group(1)) // (2 if m.group(2) == "F32" else 4)
+    if i.base == "HMMA" or ".128" in i.op or re.search(r"\.M?T?88\.4\b", i.op):
+        return 4
+    if _WIDE.search(i.op) or i.base in ("DADD", "DMUL", "DFMA", "DSETP", "DMNMX"):
+        return 2
+    return 1
+
+
+def _span(reg: str, n: int) -> list[str]:
+    kind, k = re.match(r"(U?[RP])(\d+)", reg).groups()
+    return [f"{kind}{int(k) + j}" for j in range(n)]
+
+
 def _dest_at(i: _Insn) -> int:
-    """Index of the operand the instruction writes, or -1: its first operand when that is a bare
-    register or predicate (R2UR's second, after a predicate out)."""
-    k = 1 if i.base == "R2UR" and len(i.args) > 1 and _PRED.fullmatch(i.args[0]) else 0
+    """Index of the operand the instruction writes, or -1: the first operand of a `_WRITES` opcode
+    when that is a bare register or predicate (R2UR's and SHFL's second, after a predicate out)."""
+    if i.base not in _WRITES:
+        return -1
+    k = 1 if i.base in ("R2UR", "SHFL") and len(i.args) > 1 and _PRED.fullmatch(i.args[0]) else 0
     return k if k < len(i.args) and _REG.fullmatch(i.args[k]) else -1
 
 
@@ -120,27 +154,35 @@ def _dests(i: _Insn) -> tuple[list[str], list[str]]:
 
 
 _OPERAND_REG = re.compile(r"(?<![\w.])(U?R\d+|U?P\d+)(\.64)?(?![\w])")
+_SHARED = ("LDS", "STS", "ATOMS", "SYNCS", "LDSM", "STSM", "REDS")   # bracketed addresses of 32 bits
+_BRACKET = re.compile(r"(g?desc)?\[([^\]]*)\]")
 
 
 def _sources(i: _Insn) -> list[str]:
-    """The tracked names among the operands it reads (its destination's operand left out), each
-    register with the ones it implies: `R2.64` is R2 and R3, and a bare vector register of a wide
-    instruction is as wide as its data (a 128-bit store's value is four registers)."""
+    """The tracked names among the operands it reads (every operand but its destination), each
+    register with those it may imply: a bare vector register is `_read_width` wide, a bare uniform
+    one a pair where a 64-bit type is spelled; in brackets, `desc[UR]` is a pair and `gdesc[UR]`
+    four, `R2.64` a pair, and any other address a pair unless the instruction addresses shared
+    memory (32 bits)."""
     at = _dest_at(i)
     out: list[str] = []
+
+    def regs(text: str, width) -> None:
+        for reg, pair in _OPERAND_REG.findall(text):
+            out.extend([reg] if reg.startswith(("P", "UP")) else _span(reg, max(2 if pair else 1, width(reg))))
+
+    last = max((k for k, a in enumerate(i.args) if not _PRED.fullmatch(a.lstrip("!"))), default=-1)
     for k, a in enumerate(i.args):
         if k == at:
             continue
-        bracketed = "[" in a
-        for reg, pair in _OPERAND_REG.findall(a):
-            if reg.startswith(("P", "UP")):
-                out.append(reg)
-            elif pair or ("[" in a and reg.startswith("UR") and "desc[" in a):
-                out += _span(reg, 2)
-            elif reg.startswith("R") and not bracketed:
-                out += _span(reg, min(_width(i), 4))
-            else:
-                out += _span(reg, 2 if ".64" in i.op and not bracketed else 1)
+        if ".WIDE" in i.op and k == last:   # IMAD.WIDE's addend is a pair (its factors are 32 bits)
+            regs(a, lambda r: 2)
+            continue
+        for kind, inner in _BRACKET.findall(a):
+            n = 4 if kind == "gdesc" else 2 if kind == "desc" or i.base not in _SHARED else 1
+            regs(inner, lambda r, n=n: n)
+        regs(_BRACKET.sub(" ", a), lambda r: _read_width(i) if r.startswith("R") else
+             (2 if _WIDE.search(i.op) else 1))
     return out
 
 
