@@ -159,13 +159,15 @@ def test_parameter_rules_pass_reads_inside_a_parameter_and_tma_descriptors():
                 "{ .param .b8 k_param_2[64]; } ld.param.u32 %r9, [k_param_2+4];",   # a parameter widened by a twin
                 ".extern .func x (); ld.u64 %rd9, [%rd3];",                   # a declaration inside the body
                 "{ ld.u64 %rd9, [%rd3];",                                      # unbalanced braces
-                '.pragma "x\\"; ld.u64 %rd9, [%rd3]; .pragma "y";'):            # a string ptxas ends at `\"`
+                '.pragma "x\\"; ld.u64 %rd9, [%rd3]; .pragma "y";',             # a string ptxas ends at `\"`
+                '.pragma "x\n"; ld.u64 %rd9, [%rd3]; .pragma "y";'):             # a string across a newline
         assert param_address_violations(ptx.replace("prefetch.tensormap [%rd3];", bad)), bad
 
 
 @pytest.mark.parametrize("name", ["x_constant_past_end.cu", "y_param_name_from_comment.cu", "y_pragma_string_comment.cu",
                                   "z_func_decl_in_body.cu", "z_string_escape_i2f_gridid.cu",
-                                  "z_string_escape_nanosleep_gridid.cu"])
+                                  "z_string_escape_nanosleep_gridid.cu", "z_newline_string_stsm_gridid.cu",
+                                  "z_newline_string_imma_gridid.cu"])
 def test_reads_of_the_parameter_banks_driver_words_fail_the_build(tmp_path, name):
     from .conftest import KERNELS
     r = build((KERNELS / "bad" / name).read_text(), BuildConfig(cache_dir=str(tmp_path)))

@@ -98,6 +98,9 @@ LOAD = "LD.E R9, [R2.64]"   # a generic load through whatever R2 holds
     (("ULDC.64 UR4, c[0x0][0x198]", "UMOV UR8, URZ", "UMOV UR9, UR5", "UBLKCP.S.G [UR10], [UR8], UR12", "EXIT"),
      "UR9"),                                                  # the high half of an unbracketed-width address
     (("LDC.64 R58, c[0x0][0x198]", "HGMMA.64x128x16.F32 R24, gdesc[UR4], R24", "EXIT"), "R58"),  # accumulators
+    # (eleventh review) stmatrix .x2 and IMMA read more registers than they name
+    (("LDC.64 R10, c[0x0][0x198]", "STSM.16.M88.2 [R6], R10", "EXIT"), "R10"),
+    (("LDC.64 R14, c[0x0][0x198]", "IMMA.16816.S8.S8 R8, R8.ROW, R8.COL, R12", "EXIT"), "R14"),
 ])
 def test_any_other_use_on_any_path_is_refused(lines, says):
     bad = paramflow.check(sass(*lines))

@@ -160,7 +160,7 @@ def _param_sizes(ptx: str) -> dict[str, int]:
     return sizes
 
 
-_STRING_OR_COMMENT = re.compile(r'"[^"\n]*"|/\*.*?\*/|//[^\n]*', flags=re.S)
+_STRING_OR_COMMENT = re.compile(r'"[^"]*"|/\*.*?\*/|//[^\n]*', flags=re.S)   # (a string may span lines)
 
 
 def param_address_violations(ptx: str) -> list[str]:
@@ -170,8 +170,9 @@ def param_address_violations(ptx: str) -> list[str]:
     %envreg (driver words). One line each, at most five."""
     # Strings and comments out in one left-to-right pass, as ptxas reads them: a `//` inside a
     # block comment must not eat its end, a `/*` inside a string (`.pragma "/*";`) opens none, and
-    # a string ends at its next quote (ptxas knows no escapes: `"x\"` is the string `x\`, and an
-    # escape-aware pattern once hid the code up to the next string from every rule, tenth review).
+    # a string ends at its next quote, newlines included (ptxas knows no escapes: `"x\"` is the
+    # string `x\`; an escape-aware pattern, then one that stopped strings at a newline, each hid the
+    # code up to the next string from every rule: the tenth and eleventh reviews).
     out: list[str] = []
     lexed = _STRING_OR_COMMENT.findall(ptx)
     if any(t.startswith('"') and "\\" in t for t in lexed):

@@ -25,10 +25,12 @@ Guarantees: `check(sass)` refuses, one line per kind,
 What an instruction writes is known only for a list of opcodes (`_WRITES`), by a width that never
 overstates it (a 64-bit pair, a 128-bit quad, an MMA's accumulator range; a conversion's first
 register only); any other instruction writes nothing here and every register it names is a read
-(`NANOSLEEP R4` reads R4). Reads are sized generously (a pair wherever a 64-bit type is spelled or
-an address is bracketed). So an error in either table can refuse an honest cubin, never pass a use
-(the tenth review passed the address through `I2F.F64.U64`'s unseen high register, and through
-`NANOSLEEP`, then taken for a write).
+(`NANOSLEEP R4` reads R4). Reads are sized generously: a bare source is one register only for
+the opcodes of `_NARROW` (a pair or quad where a 64- or 128-bit type is spelled), a quad for any
+other opcode, and a bracketed address is a pair unless the opcode addresses shared memory. So an
+error in either table can refuse an honest cubin, never pass a use (the tenth and eleventh reviews
+passed the address through registers read unseen: `I2F.F64.U64`'s high half, stmatrix .x2's second
+register, IMMA's accumulator quad; and through `NANOSLEEP R4`, taken for a write).
 
 Does not: check which descriptor an offset lands on (the tensor-memory unit reads a descriptor
 from the parameter space and faults on anything else).
@@ -111,12 +113,24 @@ def _width(i: _Insn) -> int:
     return 1
 
 
+# Opcodes whose bare register sources are each one 32-bit register (a pair or a quad where a 64-
+# or 128-bit type is spelled). Any other opcode's bare vector sources are read as quads and its
+# uniform ones as pairs: stmatrix, IMMA and the like read more than their operands spell.
+_NARROW = frozenset("""
+    IADD3 IMAD LOP3 SHF LEA PRMT SEL FSEL MOV IABS IMNMX VIMNMX POPC FLO BREV BMSK SGXT VIADD FADD FMUL FFMA
+    FMNMX MUFU F2FP FRND HADD2 HMUL2 HFMA2 HMNMX2 ISETP FSETP HSETP2 PLOP3 R2UR SHFL VOTE F2F F2I I2F I2I
+    STS STG ST STL LDS LDG LD LDC LDL S2R CS2R P2R BAR
+    UMOV UIADD3 UIMAD ULOP3 ULOP USHF ULEA USEL UPRMT UFLO UPOPC UBREV UISETP UPLOP3 USGXT UBMSK ULDC S2UR VOTEU
+""".split())
+
+
 def _read_width(i: _Insn) -> int:
-    """Registers each bare source operand may cover (at least: a pair wherever a 64-bit type is
-    spelled, since `I2F.F64.U64 R6, R4` reads R4 and R5)."""
+    """Registers each bare vector source may cover: an accumulator range for HGMMA, a quad where a
+    128-bit type is spelled, a pair where a 64-bit type is (`I2F.F64.U64 R6, R4` reads R4 and R5),
+    one register for a `_NARROW` opcode, else a quad."""
     if m := _HGMMA.search(i.op):
         return int(m.group(1)) // (2 if m.group(2) == "F32" else 4)
-    if i.base == "HMMA" or ".128" in i.op or re.search(r"\.M?T?88\.4\b", i.op):
+    if i.base == "HMMA" or ".128" in i.op or re.search(r"\.M?T?88\.4\b", i.op) or i.base not in _NARROW:
         return 4
     if _WIDE.search(i.op) or i.base in ("DADD", "DMUL", "DFMA", "DSETP", "DMNMX"):
         return 2
@@ -182,7 +196,7 @@ def _sources(i: _Insn) -> list[str]:
             n = 4 if kind == "gdesc" else 2 if kind == "desc" or i.base not in _SHARED else 1
             regs(inner, lambda r, n=n: n)
         regs(_BRACKET.sub(" ", a), lambda r: _read_width(i) if r.startswith("R") else
-             (2 if _WIDE.search(i.op) else 1))
+             (2 if _WIDE.search(i.op) or i.base not in _NARROW else 1))
     return out
 
 
