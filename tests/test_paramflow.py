@@ -101,6 +101,9 @@ LOAD = "LD.E R9, [R2.64]"   # a generic load through whatever R2 holds
     # (eleventh review) stmatrix .x2 and IMMA read more registers than they name
     (("LDC.64 R10, c[0x0][0x198]", "STSM.16.M88.2 [R6], R10", "EXIT"), "R10"),
     (("LDC.64 R14, c[0x0][0x198]", "IMMA.16816.S8.S8 R8, R8.ROW, R8.COL, R12", "EXIT"), "R14"),
+    (("LDC.64 R24, c[0x0][0x198]", "DMMA.16x8x16 R32, R16, R32, R8", "EXIT"), "R24"),   # A is 16 registers
+    (("ULDC.64 UR4, c[0x0][0x198]", "UIADD3 UR6, UP0, UR4, 0x8, URZ", "UP2UR UR9, UPR, URZ, 0x7f", "EXIT"),
+     "UP0"),                                                                 # the whole predicate file
 ])
 def test_any_other_use_on_any_path_is_refused(lines, says):
     bad = paramflow.check(sass(*lines))
@@ -110,6 +113,15 @@ def test_any_other_use_on_any_path_is_refused(lines, says):
 @pytest.mark.parametrize("kill", ["UMOV UR4, URZ", "R2UR UR4, R7", "R2UR P0, UR4, R7", "UIMAD.WIDE UR4, UR8, 0x3, URZ"])
 def test_a_write_on_every_path_clears_it(kill):
     assert paramflow.check(sass("ULDC.64 UR4, c[0x0][0x198]", kill, "MOV R2, UR4", "FADD R9, R2, R2", "EXIT")) == []
+
+
+def test_a_carry_out_is_written_not_read():
+    # (eleventh review's false positives) a carry left by the descriptor's offset is overwritten
+    # by a later carry out, or by USETMAXREG's result, not read
+    for write in ("UIADD3 UR16, UP0, -UR8, UR10, URZ", "USETMAXREG.TRY_ALLOC.CTAPOOL UP0, 0xe8"):
+        assert paramflow.check(sass("ULDC.64 UR4, c[0x0][0x198]", "UIADD3 UR6, UP0, UR4, 0x70, URZ",
+                                    "UIADD3.X UR7, URZ, UR5, URZ, UP0, !UPT", "UTMACCTL.PF [UR6]", write,
+                                    "PLOP3.LUT P0, PT, PT, PT, UP0, 0x80, 0x0", "EXIT")) == [], write
 
 
 def test_a_wide_write_clears_both_halves():

@@ -16,7 +16,8 @@ Guarantees: `check(sass)` refuses, one line per kind,
     `UIADD3`, `IMAD` as ptxas uses it to move and carry, `R2UR`): what offsets the address to a
     descriptor and moves it between the register files; their results are followed too;
   - a bracketed operand of a TMA instruction (`UTMALDG`, `UTMASTG`, `UTMAREDG`, `UTMAPF`,
-    `UTMACCTL`);
+    `UTMACCTL`): the descriptor's address, or a shared address or coordinates, which the unit
+    reads as such and which give nothing away;
   so no load, store or bulk copy through it, no store of it, no comparison, branch or select on
   it, and no offset by a register;
 - it fails closed: in a cubin that loads the address at all, an indirect branch (`BRX`, `JMX`,
@@ -89,10 +90,14 @@ def _split(tail: str) -> list[str]:
 _WRITES = frozenset("""
     IADD3 IMAD IMADSP LOP3 SHF LEA PRMT SEL FSEL MOV IABS IMNMX VIMNMX POPC FLO BREV BMSK SGXT VIADD IDP
     FADD FMUL FFMA FMNMX MUFU F2F F2I I2F I2I F2FP FRND HADD2 HMUL2 HFMA2 HMNMX2 DADD DMUL DFMA
-    ISETP FSETP DSETP HSETP2 PLOP3 P2R VOTE LDG LD LDS LDSM LDC LDL S2R CS2R HMMA HGMMA IMMA R2UR SHFL
+    ISETP FSETP DSETP HSETP2 PLOP3 P2R VOTE LDG LD LDS LDSM LDC LDL S2R CS2R HMMA HGMMA IMMA R2UR SHFL VIADDMNMX
     UMOV UIADD3 UIMAD ULOP3 ULOP USHF ULEA USEL UPRMT UFLO UPOPC UBREV UISETP UPLOP3 USGXT UBMSK ULDC S2UR
-    VOTEU REDUX
+    VOTEU REDUX USETMAXREG
 """.split())
+# Predicates an opcode writes right after its destination (a carry out, a second comparison
+# result): written, never read. R2UR's predicate comes before its destination.
+_PRED_OUTS = {"IADD3": 2, "UIADD3": 2, "LEA": 1, "ULEA": 1, "IMAD": 1, "UIMAD": 1, "ISETP": 1, "FSETP": 1,
+              "DSETP": 1, "HSETP2": 1, "UISETP": 1, "PLOP3": 1, "UPLOP3": 1}
 _CONVERT = ("F2F", "F2I", "I2F", "I2I")
 _WIDE = re.compile(r"\.(?:64|U64|S64|F64)\b")
 
@@ -118,7 +123,7 @@ def _width(i: _Insn) -> int:
 # uniform ones as pairs: stmatrix, IMMA and the like read more than their operands spell.
 _NARROW = frozenset("""
     IADD3 IMAD LOP3 SHF LEA PRMT SEL FSEL MOV IABS IMNMX VIMNMX POPC FLO BREV BMSK SGXT VIADD FADD FMUL FFMA
-    FMNMX MUFU F2FP FRND HADD2 HMUL2 HFMA2 HMNMX2 ISETP FSETP HSETP2 PLOP3 R2UR SHFL VOTE F2F F2I I2F I2I
+    FMNMX MUFU F2FP FRND HADD2 HMUL2 HFMA2 HMNMX2 ISETP FSETP HSETP2 PLOP3 R2UR SHFL VOTE F2F F2I I2F I2I VIADDMNMX
     STS STG ST STL LDS LDG LD LDC LDL S2R CS2R P2R BAR
     UMOV UIADD3 UIMAD ULOP3 ULOP USHF ULEA USEL UPRMT UFLO UPOPC UBREV UISETP UPLOP3 USGXT UBMSK ULDC S2UR VOTEU
 """.split())
@@ -130,7 +135,9 @@ def _read_width(i: _Insn) -> int:
     one register for a `_NARROW` opcode, else a quad."""
     if m := _HGMMA.search(i.op):
         return int(m.group(1)) // (2 if m.group(2) == "F32" else 4)
-    if i.base == "HMMA" or ".128" in i.op or re.search(r"\.M?T?88\.4\b", i.op) or i.base not in _NARROW:
+    if "MMA" in i.base:            # DMMA.16x8x16 reads 16 registers of A
+        return 16
+    if ".128" in i.op or re.search(r"\.M?T?88\.4\b", i.op) or i.base not in _NARROW:
         return 4
     if _WIDE.search(i.op) or i.base in ("DADD", "DMUL", "DFMA", "DSETP", "DMNMX"):
         return 2
@@ -151,20 +158,29 @@ def _dest_at(i: _Insn) -> int:
     return k if k < len(i.args) and _REG.fullmatch(i.args[k]) else -1
 
 
+def _pred_outs(i: _Insn) -> list[int]:
+    """Indices of the predicates the instruction writes besides its destination."""
+    at = _dest_at(i)
+    if at < 0:
+        return []
+    if i.base in ("R2UR", "SHFL") and at == 1:
+        return [0]
+    out = []
+    for k in range(at + 1, min(at + 1 + _PRED_OUTS.get(i.base, 0), len(i.args))):
+        if not _PRED.fullmatch(i.args[k]):
+            break
+        out.append(k)
+    return out
+
+
 def _dests(i: _Insn) -> tuple[list[str], list[str]]:
-    """(what the instruction surely writes, what it may also write): its destination (a pair, a
-    quad or a range by `_width`), and the bare predicates right after it (a carry out)."""
+    """(registers it writes, predicates it writes besides them): its destination (a pair, a quad
+    or a range by `_width`), and its carry outs or second results (`_PRED_OUTS`)."""
     at = _dest_at(i)
     if at < 0:
         return [], []
     first = _span(i.args[at], _width(i)) if re.fullmatch(r"U?R\d+", i.args[at]) else [i.args[at]]
-    more = []
-    for a in i.args[at + 1:]:
-        if not _PRED.fullmatch(a):
-            break
-        if not a.endswith("PT"):
-            more.append(a)
-    return first, more
+    return first, [i.args[k] for k in _pred_outs(i) if not i.args[k].endswith("PT")]
 
 
 _OPERAND_REG = re.compile(r"(?<![\w.])(U?R\d+|U?P\d+)(\.64)?(?![\w])")
@@ -179,15 +195,20 @@ def _sources(i: _Insn) -> list[str]:
     four, `R2.64` a pair, and any other address a pair unless the instruction addresses shared
     memory (32 bits)."""
     at = _dest_at(i)
+    skip = {at, *_pred_outs(i)}
     out: list[str] = []
 
     def regs(text: str, width) -> None:
         for reg, pair in _OPERAND_REG.findall(text):
             out.extend([reg] if reg.startswith(("P", "UP")) else _span(reg, max(2 if pair else 1, width(reg))))
 
-    last = max((k for k, a in enumerate(i.args) if not _PRED.fullmatch(a.lstrip("!"))), default=-1)
+    last = max((k for k, a in enumerate(i.args) if k not in skip and not _PRED.fullmatch(a.lstrip("!"))),
+               default=-1)
     for k, a in enumerate(i.args):
-        if k == at:
+        if k in skip:
+            continue
+        if re.fullmatch(r"U?PR", a):        # the whole predicate file (P2R R2, PR, RZ, 0x7f)
+            out.extend(f"{a[:-1]}{n}" for n in range(7))
             continue
         if ".WIDE" in i.op and k == last:   # IMAD.WIDE's addend is a pair (its factors are 32 bits)
             regs(a, lambda r: 2)
@@ -245,11 +266,13 @@ def _transfer(i: _Insn, live: frozenset[str]) -> frozenset[str]:
     sure, more = _dests(i)
     out = set(live)
     if not i.guard:
-        out -= set(sure)   # a guarded write may not happen: the old value may survive
+        out -= set(sure) | set(more)   # a guarded write may not happen: the old value may survive
     tainted_source = bool(_reads(i) & live) and i.base in _PROPAGATE
     reads_address = i.base in ("ULDC", "LDC") and any(int(o, 16) in PARAM_ADDRESS for o in _CONST.findall(i.text))
     if tainted_source or reads_address:
-        out |= set(sure) | set(more)
+        # (R2UR's predicate says whether the lanes agreed: a value moved and offset by constants
+        # only is the same in every lane, so it carries nothing of the address)
+        out |= set(sure) | (set(more) if i.base in _PRED_OUTS else set())
     return frozenset(out)
 
 
@@ -257,9 +280,10 @@ def _use_allowed(i: _Insn, tainted: set[str]) -> bool:
     if i.guard in tainted:
         return False
     if i.base in _PROPAGATE:   # moved or offset by constants only: every other source is a constant
-        carry_out = set(_dests(i)[1])
-        return all(n in tainted for n in _sources(i) if n not in carry_out) and "c[" not in i.text
-    if i.base in _TMA:         # only as an address operand (in brackets)
+        return all(n in tainted for n in _sources(i)) and "c[" not in i.text
+    if i.base in _TMA:         # only inside its brackets: the descriptor's address, or (harmless: the
+        # unit reads them as a shared address and tensor coordinates) its other register groups,
+        # where ptxas reuses a register a guarded write may have left holding the address
         bare = " ".join(re.sub(r"\[[^\]]*\]", " ", a) for a in i.args)
         return not (set(_TRACKED.findall(bare)) & tainted)
     return False
