@@ -58,6 +58,12 @@ HONEST_VECTOR = (
 )
 
 
+def test_a_guarded_load_for_a_prefetch_passes():
+    # (a prefetch of a descriptor in a divergent branch: ptxas guards the load itself)
+    assert paramflow.check(sass("@!P0 LDC.64 R2, c[0x0][0x198]", "@!P0 R2UR UR4, R2", "@!P0 R2UR UR5, R3",
+                                "@!P0 UTMACCTL.PF [UR4]", "EXIT")) == []
+
+
 def test_the_vector_register_route_passes():
     assert paramflow.check(sass(*HONEST_VECTOR)) == []
 
@@ -68,7 +74,7 @@ LOAD = "LD.E R9, [R2.64]"   # a generic load through whatever R2 holds
 @pytest.mark.parametrize("lines, says", [
     (("LDC.64 R4, c[0x0][0x198]", "LD.E R2, [R4.64]", "EXIT"), "R4"),                    # a load through it
     (("IADD3 R4, R4, c[0x0][0x19c], RZ", "EXIT"), "plain load"),
-    (("@P0 LDC.64 R4, c[0x0][0x198]", "EXIT"), "plain load"),
+    (("@P0 LDC.64 R4, c[0x0][0x198]", LOAD.replace("R2", "R4"), "EXIT"), "R4"),   # a guarded load taints too
     (("ULDC.64 UR4, c[0x0][0x198]", "MOV R2, UR4", "MOV R3, UR5", LOAD, "EXIT"), "R2"),   # moved, then loaded
     (("ULDC.64 UR4, c[0x0][0x198]", "UIADD3 UR6, UR4, -0x168, URZ", "IMAD.U32 R2, RZ, RZ, UR6", LOAD, "EXIT"),
      "R2"),

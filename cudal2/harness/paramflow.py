@@ -295,7 +295,7 @@ def check(sass: str) -> list[str]:
     bad: dict[str, str] = {}
     for i in insns:
         offs = [int(o, 16) for o in _CONST.findall(i.text)]
-        if any(o in PARAM_ADDRESS for o in offs) and (i.base not in ("ULDC", "LDC") or i.guard):
+        if any(o in PARAM_ADDRESS for o in offs) and i.base not in ("ULDC", "LDC"):   # (guarded or not)
             bad.setdefault("read", f"`{i.text}` in {i.section} reads the parameter bank's generic address (0x198) "
                                    "other than by a plain load into registers")
     if not any(_transfer(i, frozenset()) for i in insns):
