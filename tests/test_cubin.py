@@ -127,6 +127,15 @@ def test_a_load_through_a_parameters_generic_address_fails_the_build(tmp_path):
     assert not r.ok and r.stage == "build" and "parameter" in r.reason, r.reason
 
 
+def test_line_info_leaves_every_statement_checked():
+    # -lineinfo writes `.loc` before instructions (with inlining: `, function_name ..., inlined_at ...`)
+    from cudal2.harness.cubin import param_address_violations
+    head = ".entry k(.param .u64 k_param_0)\n{\n"
+    for loc in (".loc 1 5 1", ".loc\t1 7 3, function_name $L__info_string0, inlined_at 1 40 3"):
+        assert param_address_violations(head + loc + "\n\tld.param.u64 %rd1, [k_param_0];\n}") == []
+        assert param_address_violations(head + loc + "\n\tld.param.u64 %rd1, [k_param_0+-320];\n}")
+
+
 def test_parameter_rules_pass_reads_inside_a_parameter_and_tma_descriptors():
     from cudal2.harness.cubin import param_address_violations
     ptx = """
@@ -160,7 +169,10 @@ def test_parameter_rules_pass_reads_inside_a_parameter_and_tma_descriptors():
                 ".extern .func x (); ld.u64 %rd9, [%rd3];",                   # a declaration inside the body
                 "{ ld.u64 %rd9, [%rd3];",                                      # unbalanced braces
                 '.pragma "x\\"; ld.u64 %rd9, [%rd3]; .pragma "y";',             # a string ptxas ends at `\"`
-                '.pragma "x\n"; ld.u64 %rd9, [%rd3]; .pragma "y";'):             # a string across a newline
+                '.pragma "x\n"; ld.u64 %rd9, [%rd3]; .pragma "y";',              # a string across a newline
+                ".loc 1 5 1\n\tld.u64 %rd9, [%rd3];",                          # after a line directive
+                ".loc 1 5 1 ld.u64 %rd9, [%rd3];",
+                '#line 5 "x"\n\tld.u64 %rd9, [%rd3];'):
         assert param_address_violations(ptx.replace("prefetch.tensormap [%rd3];", bad)), bad
 
 

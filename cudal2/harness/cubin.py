@@ -160,6 +160,7 @@ def _param_sizes(ptx: str) -> dict[str, int]:
     return sizes
 
 
+_LOC = re.compile(r"\.loc\s+\d+\s+\d+\s+\d+(?:\s*,\s*function_name\s+[\w$.]+\s*,\s*inlined_at\s+\d+\s+\d+\s+\d+)?")
 _STRING_OR_COMMENT = re.compile(r'"[^"]*"|/\*.*?\*/|//[^\n]*', flags=re.S)   # (a string may span lines)
 
 
@@ -178,6 +179,12 @@ def param_address_violations(ptx: str) -> list[str]:
     if any(t.startswith('"') and "\\" in t for t in lexed):
         out.append("a backslash inside a PTX string (ptxas reads it as a plain character; honest PTX has none)")
     body = _STRING_OR_COMMENT.sub(lambda m: '""' if m.group(0)[0] == '"' else " ", ptx)
+    # A `.loc` (what -lineinfo writes before instructions) ends without a `;`: read as part of the
+    # next statement, it made that statement a directive, unchecked (twelfth review). It becomes a
+    # statement boundary; any other line directive is refused.
+    body = _LOC.sub(";", body)
+    if re.search(r"\.loc\b|#", body):
+        out.append("a line directive (`.loc`, `#line`) the parameter rule cannot read")
     sizes = _param_sizes(body)   # (from the code only: a declaration in a comment declares nothing)
     if _ENVREG.search(body):
         out.append("reads a driver register (%envreg): the launch's driver words are not the kernel's to read")
