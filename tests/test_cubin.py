@@ -179,7 +179,7 @@ def test_parameter_rules_pass_reads_inside_a_parameter_and_tma_descriptors():
 @pytest.mark.parametrize("name", ["x_constant_past_end.cu", "y_param_name_from_comment.cu", "y_pragma_string_comment.cu",
                                   "z_func_decl_in_body.cu", "z_string_escape_i2f_gridid.cu",
                                   "z_string_escape_nanosleep_gridid.cu", "z_newline_string_stsm_gridid.cu",
-                                  "z_newline_string_imma_gridid.cu"])
+                                  "z_newline_string_imma_gridid.cu", "z_loc_hides_statement.cu"])
 def test_reads_of_the_parameter_banks_driver_words_fail_the_build(tmp_path, name):
     from .conftest import KERNELS
     r = build((KERNELS / "bad" / name).read_text(), BuildConfig(cache_dir=str(tmp_path)))
