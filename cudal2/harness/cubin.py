@@ -175,10 +175,17 @@ def param_address_violations(ptx: str) -> list[str]:
     # string `x\`; an escape-aware pattern, then one that stopped strings at a newline, each hid the
     # code up to the next string from every rule: the tenth and eleventh reviews).
     out: list[str] = []
-    lexed = _STRING_OR_COMMENT.findall(ptx)
-    if any(t.startswith('"') and "\\" in t for t in lexed):
+    escapes: list[str] = []
+
+    def blank(m: re.Match) -> str:
+        if m.group(0)[0] != '"':
+            return " "
+        if "\\" in m.group(0):
+            escapes.append(m.group(0))
+        return '""'
+    body = _STRING_OR_COMMENT.sub(blank, ptx)
+    if escapes:
         out.append("a backslash inside a PTX string (ptxas reads it as a plain character; honest PTX has none)")
-    body = _STRING_OR_COMMENT.sub(lambda m: '""' if m.group(0)[0] == '"' else " ", ptx)
     # A `.loc` (what -lineinfo writes before instructions) ends without a `;`: read as part of the
     # next statement, it made that statement a directive, unchecked (twelfth review). It becomes a
     # statement boundary; any other line directive is refused.
