@@ -1,6 +1,6 @@
 """Figures for judge v2 (run on the GPU machine; each writes JSON to --out and prints a table).
 
-  python eval/judge_v2.py suite        every kernel of tests/kernels: stage reached vs expected, score
+  python eval/judge_v2.py suite [--match GLOB]   every kernel of tests/kernels: stage reached vs expected, score
   python eval/judge_v2.py separation   the cancelling trial's error ratio to cuBLAS, honest vs fp16 partials, by K
   python eval/judge_v2.py throughput   64 distinct sm80 (contract v2) renders at 1024^3: verified candidates per minute
   python eval/judge_v2.py profile      where one judging's time goes (cProfile, honest renders in-process)
@@ -41,12 +41,12 @@ def cfg(**timing) -> Config:
                        **({"timing": timing} if timing else {}))
 
 
-def suite(out: Path) -> None:
+def suite(out: Path, match: str = "*") -> None:
     expected = json.loads((KERNELS / "bad" / "EXPECTED.json").read_text())
     rows = []
     ev = Evaluator(cfg(repeats=10, server_calls=12))
     for folder in ("good", "bad"):
-        for f in sorted((KERNELS / folder).glob("*.cu")):
+        for f in sorted((KERNELS / folder).glob(f"{match}.cu")):
             want = expected.get(f.name, {"stage": "done", "contract": "v2" if f.name.endswith("_v2.cu") else "v1"})
             v2 = want.get("contract") == "v2"
             c = Candidate(f.name, f.read_text(), trust="untrusted" if v2 else "user")
@@ -61,6 +61,7 @@ def suite(out: Path) -> None:
                          "open": want.get("open")})
             print(f"{'ok ' if ok else 'BAD'} {rows[-1]['kernel']:48s} {rows[-1]['contract']} {r.stage.value:12s} "
                   f"want {'/'.join(stages):24s} score {score(r) or 0:6.3f}  {r.reason[:90]}", flush=True)
+            out.write_text(json.dumps(rows, indent=1))  # each row as it comes: a run cut short keeps its rows
     ev.close()
     print(f"{sum(r['as_expected'] for r in rows)}/{len(rows)} as expected")
     out.write_text(json.dumps(rows, indent=1))
@@ -305,9 +306,12 @@ if __name__ == "__main__":
     ap.add_argument("what", choices=["suite", "separation", "throughput", "compare", "l2probe", "profile", "snapcost"])
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--v1", type=Path, help="compare: a folder holding the v1 judge's cudal2/ and kernels/")
+    ap.add_argument("--match", default="*", help="suite: only kernels whose file name matches this glob (no .cu)")
     a = ap.parse_args()
     if a.what == "compare":
         compare(a.out, a.v1)
+    elif a.what == "suite":
+        suite(a.out, a.match)
     else:
         {"suite": suite, "separation": separation, "throughput": throughput, "l2probe": l2probe,
          "profile": profile, "snapcost": snapcost}[a.what](a.out)
