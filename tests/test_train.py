@@ -192,3 +192,11 @@ def test_grpo_samples_with_the_configured_temperature_and_top_k(tiny, tmp_path):
     grpo(c, tiny, steps=1, output=out, service=RewardService(c, gpu=False))
     args = torch.load(out / "checkpoint-1" / "training_args.bin", weights_only=False)
     assert (args.temperature, args.top_k, args.bf16) == (0.7, 5, False)
+
+
+def test_step_metrics_keep_the_later_record_of_a_step_a_resumed_run_logged_twice(tmp_path):
+    from cudal2.rl.train import step_metrics
+    rows = [{"step": 1, "reward": 0.0}, {"step": 2, "reward": 0.1}, {"step": 2, "reward": 0.3}, {"step": 3, "reward": 0.2},
+            {"step": 3, "loss": 1.0}]
+    (tmp_path / "metrics.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    assert [(r["step"], r["reward"]) for r in step_metrics(tmp_path)] == [(1, 0.0), (2, 0.3), (3, 0.2)]

@@ -216,9 +216,11 @@ STEP_KEYS = ("step", "reward", "reward_std", "cudal2/compiled", "cudal2/verified
 
 def step_metrics(output: Path) -> list[dict]:
     """Per logged GRPO step of the run in `output`: the reward's mean and std, the fractions that
-    compiled and verified, the best speedup, the fraction of groups with zero reward spread."""
+    compiled and verified, the best speedup, the fraction of groups with zero reward spread.
+    A resumed run logs again the steps after its last checkpoint: the later record of a step wins."""
     rows = [json.loads(x) for x in (output / "metrics.jsonl").read_text().splitlines() if x.strip()]
-    return [{k: r.get(k) for k in STEP_KEYS} for r in rows if "reward" in r]
+    by_step = {r["step"]: {k: r.get(k) for k in STEP_KEYS} for r in rows if "reward" in r}
+    return [by_step[s] for s in sorted(by_step)]
 
 
 def plot(output: Path) -> Path:
