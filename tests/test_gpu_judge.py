@@ -109,3 +109,12 @@ def test_an_implausible_score_is_judged_again_in_a_fresh_process():
         ev.close()
     assert r.ok, r.reason
     assert r.checks["rejudge"]["stage"] == "done" and r.checks["rejudge"]["second_score"] > 0
+
+
+def test_the_exact_comparison_counts_a_nan_output_once():
+    import cupy as cp
+
+    from cudal2.harness import compare
+    out, ref = cp.ones((4, 4), cp.float16), cp.ones((4, 4), cp.float64)
+    out[0, 0], out[1, 1] = cp.nan, 2
+    assert compare.exact(out, ref) == (False, {"mismatches": 2, "elements": 16})
