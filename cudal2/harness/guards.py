@@ -19,8 +19,9 @@ Guarantees:
   passed even if a call found and rewrote the log (a preset count wrapping to zero no longer
   reaches the tag); no harness kernel reads the check number from memory;
 - `scrub` overwrites shared memory, a LOCAL_BYTES local frame per thread slot and the rest of
-  the local window above it, and the register file of every SM, so no call finds there what an
-  earlier call left.
+  the local window above it, and the register file of every SM (R0..R29 and P0..P6 of every
+  thread slot at 32 registers a thread: ptxas never allots the top two, R30/R31), so no call
+  finds there what an earlier call left.
 
 Does not: decide a verdict (the judge compares counts with what it enqueued), time anything,
 run candidate code, or protect against a kernel that finds and rewrites the harness's own
@@ -259,21 +260,23 @@ extern "C" __global__ void __launch_bounds__(1024, 2) cudal2_scrub_local(u64 key
         asm volatile("st.local.u32 [%0], %1;" :: "r"(a), "r"((unsigned)mix(key ^ (t << 24) ^ a)) : "memory");
     if (frame[(unsigned)t % LOCAL_WORDS] == 0x9E3779B9u && sink) sink[0] = 1u;  // keeps the frame live
 }
-// Registers: 32 per thread at 2048 threads per SM is the whole 64K-register file; ptxas makes 29
-// of each thread's 32 the destination of a write (R28, R30 and R31 were not, in a review's
-// disassembly). That leaves a register another kernel can see only through a read of a register it
-// never wrote, which PTX cannot express (ptxas gives every PTX register a defined value first).
+// Registers: 32 per thread at 2048 threads per SM is the whole 64K-register file. ptxas never
+// allocates the top two registers of a thread's allotment (R30 and R31 at 32: "Used 32 registers"
+// with R29 the highest written, spills or not), so the most a kernel can write is R0..R29. Each
+// value is loaded from a volatile local frame in order and stored back in reverse: all REG_WORDS
+// are live at once, so ptxas must hold them in distinct registers, and every one of R0..R29 and
+// P0..P6 is the destination of a write (tests/test_scrub_regs.py reads the SASS). Left: R30/R31 of
+// this allotment and the uniform registers, which no code ptxas emits can be made to cover.
 extern "C" __global__ void __launch_bounds__(1024, 2) cudal2_scrub_regs(u64 key, unsigned* sink) {
-    unsigned v[28];
+    volatile unsigned frame[REG_WORDS];
     const u64 t = ((u64)blockIdx.x << 10) | threadIdx.x;
+    for (int i = 0; i < REG_WORDS; ++i) frame[i] = (unsigned)mix(key ^ (t << 8) ^ (u64)i);
+    unsigned v[REG_WORDS];
 #pragma unroll
-    for (int i = 0; i < 28; ++i) v[i] = (unsigned)mix(key ^ (t << 8) ^ (u64)i);
-    unsigned x = 0;
+    for (int i = 0; i < REG_WORDS; ++i) v[i] = frame[i];
 #pragma unroll
-    for (int i = 0; i < 28; ++i) asm volatile("" : "+r"(v[i]));
-#pragma unroll
-    for (int i = 0; i < 28; ++i) x ^= v[i];
-    if (x == 0x9E3779B9u && sink) sink[0] = x;
+    for (int i = REG_WORDS - 1; i >= 0; --i) frame[i] = v[i];
+    if (frame[(unsigned)t % REG_WORDS] == 0x9E3779B9u && sink) sink[0] = 1u;  // keeps the frame live
 }
 """
 LOCAL_BYTES = 4096  # the local frame scrubbed per thread; a kernel under test may use at most this
@@ -282,7 +285,8 @@ SIGN_BLOCK = 128  # 'signed' flips sign every this many columns (k), or every K/
 _MASK = 2**64 - 1
 
 LOCAL_TOP = 1 << 24  # where the local window ends on sm_90 (the probe: frames sit just below it)
-_OPTIONS = ("-std=c++17", f"-DLOCAL_WORDS={LOCAL_BYTES // 4}", f"-DLOCAL_TOP={LOCAL_TOP}u")
+REG_WORDS = 30  # values the register scrub holds live at once (R0..R29: see cudal2_scrub_regs)
+_OPTIONS = ("-std=c++17", f"-DLOCAL_WORDS={LOCAL_BYTES // 4}", f"-DLOCAL_TOP={LOCAL_TOP}u", f"-DREG_WORDS={REG_WORDS}")
 def _fn(name: str):
     """A kernel of this module's source (compiled and looked up once: `rawkernels`)."""
     return rawkernels.function(_SRC, name, _OPTIONS)
@@ -461,7 +465,10 @@ class Guard:
 class Scrubber:
     """Overwrites, untimed, what a kernel could leave on the chip for a later call to find: the
     shared memory of every SM (at the largest carve-out), a LOCAL_BYTES local frame of every
-    thread slot and the window above it, and the register file. Not covered: a window widened
+    thread slot and the window above it, and the register file (R0..R29, P0..P6). Not covered:
+    R30/R31 of a 32-register allotment and the uniform registers (no code ptxas emits writes
+    them all; a kernel reads a register it never wrote through wgmma with a run-time scale-d, as
+    every sm90raw point does on its first k-step, so this is an open channel), a window widened
     below the frame by a kernel with a larger one (none in a judge's process:
     tests/test_gpu_scrub.py), the L1/texture caches (not addressable, and emptied by the
     scrubbers' own traffic) and the L2 (flushed separately)."""

@@ -1,0 +1,29 @@
+"""The register scrub's machine code writes every register ptxas allots a thread at 32 (R0..R29: the
+top two, R30/R31, are never allotted) and every predicate: read from the SASS that nvcc's ptxas
+emits for the guard source (the judge builds it with NVRTC; same source, same options)."""
+
+import subprocess
+
+import pytest
+
+pytest.importorskip("cupy")
+from cudal2.harness import guards  # noqa: E402
+from cudal2.sass import disasm  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def scrub_writes(tmp_path_factory) -> set[str]:
+    d = tmp_path_factory.mktemp("scrub")
+    (d / "g.cu").write_text(guards._SRC)
+    subprocess.run(["nvcc", "-arch=sm_90", "-cubin", "-O3", *guards._OPTIONS, "-o", str(d / "g.cubin"), str(d / "g.cu")],
+                   check=True, capture_output=True)
+    listing = disasm.disassemble((d / "g.cubin").read_bytes())["cudal2_scrub_regs"]
+    return set().union(*(x.writes for x in listing.instrs if x.pred in ("", "@PT")))
+
+
+def test_the_register_scrub_writes_r0_to_r29(scrub_writes):
+    assert {f"R{i}" for i in range(guards.REG_WORDS)} <= scrub_writes
+
+
+def test_the_register_scrub_writes_every_predicate(scrub_writes):
+    assert {f"P{i}" for i in range(7)} <= scrub_writes
