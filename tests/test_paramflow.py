@@ -294,3 +294,16 @@ def test_a_call_returns_to_its_caller_with_the_address():
 
 def test_nothing_is_followed_where_the_address_is_never_loaded():
     assert run(MOVE, LOAD, "BRX R2 -0x10 | R2 R3", EXIT) == []
+
+
+def test_an_honest_sm90raw_point_the_hand_tables_refused_builds(tmp_path):
+    # Read as a quad, `SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [UR14+0x16000], R4` "used" R6 and R7,
+    # which still held the descriptor's address; the table says it reads R4 alone.
+    from cudal2.config import BuildConfig
+    from cudal2.harness.build import build
+    from cudal2.kernels.family import get_family
+    from cudal2.problem import Problem
+    q = {"BM": 128, "BN": 64, "CLUSTER": 1, "CONSUMERS": 2, "EPI": "tma", "GROUP_M": 16, "MAX_CTAS": 132,
+         "SCHED": "tiles", "SPLIT_K": 1, "STAGES": 3}
+    r = build(get_family("sm90raw").render(q, Problem(64, 64, 64)), BuildConfig(cache_dir=str(tmp_path)))
+    assert r.ok, r.reason

@@ -40,12 +40,20 @@ instruction is unguarded, and, when guarded, only the taint it itself could have
 under the same guard, the guard's predicate not written since); a call clears nothing (its
 row in the table lists what the callee may clobber, and the graph follows the callee).
 
-Does not: check which descriptor an offset lands on (the tensor-memory unit reads a descriptor
-from the parameter space and faults on anything else); see registers the table leaves out
-(RZ/PT, special and barrier registers: only the opcodes above may touch a value that holds the
-address, and none of them writes those); correlate guards beyond the same literal (a write under
-`@P0` and a use under `@!P0` are told apart, other predicates are not), so a guarded route can
-refuse an honest cubin, never pass a use.
+Does not:
+- check which descriptor an offset lands on (the tensor-memory unit reads a descriptor from the
+  parameter space and faults on anything else);
+- judge what a TMA instruction's shared address, coordinates or cache policy (its other bracketed
+  operands) give away when they hold the address: ptxas leaves registers there that may hold it
+  on some path (refusing those would refuse 52 of the 305 honest sm90raw points of the eleventh
+  review);
+- tell "may hold" from "holds": an add is a move when every register source may hold the
+  address, though on some path one of them may hold something else (its result is followed);
+- see registers the table leaves out (RZ/PT, special and barrier registers): only the opcodes
+  above may touch a value that may hold the address, and none of them writes those;
+- correlate guards beyond the same literal (a write under `@P0` and a use under `@!P0` are told
+  apart, other predicates are not), so a guarded route can refuse an honest cubin, never pass a
+  use.
 """
 
 from __future__ import annotations
