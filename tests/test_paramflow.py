@@ -286,6 +286,11 @@ def test_a_graph_it_cannot_complete_is_refused():
         assert "cannot" in run(ULDC, branch, EXIT)[-1], branch
 
 
+def test_a_function_without_life_ranges_is_refused():
+    # (the table missing, a quad's implicit registers would go unseen)
+    assert "life ranges" in run("ULDC.64 UR4, c[0x0][0x198]", "STS.128 [R2], R4", EXIT)[-1]
+
+
 def test_a_call_returns_to_its_caller_with_the_address():
     bad = run("CALL.REL.NOINC `(f) | R0 R1 | UR4 UR5", MOVE, LOAD, EXIT,
               f=(ULDC, "RET.REL.NODEC R20 `(k) | R20 R21"))

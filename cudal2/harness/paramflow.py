@@ -27,7 +27,8 @@ one `nvdisasm -c -hex -plr -lrm narrow` run, each word checked against the cubin
 - it fails closed: a cubin nvdisasm cannot list or whose listing disagrees with its bytes is
   refused, and in a cubin that loads the address at all, an indirect branch or call (`BRX`,
   `JMX`, `JMP`, `CALL` to a register) or a branch to a label it cannot find is refused, since the
-  graph would be incomplete.
+  graph would be incomplete, and so is a function that names registers but has no life-range
+  marks at all (the table is missing: its implicit operands would go unseen).
 
 Which registers an instruction reads and writes comes from nvdisasm's life-range table, which
 knows operand widths and implicit operands (a pair for a 64-bit type, quads of `LDS.128`, MMA
@@ -234,7 +235,13 @@ def check(listings: dict[str, Listing]) -> list[str]:
                                    "other than by a plain load into registers")
     if not any(s.loads for s in steps):
         return list(bad.values())   # nothing ever holds the address: no graph to follow
+    # (without its table a function's implicit operands, a quad's last three registers say, are
+    # unseen: every real function marks something, if only the stack pointer's load)
+    unmarked = [n for n, lst in listings.items() if any(i.named for i in lst.instrs)
+                and not any(i.reads or i.writes for i in lst.instrs)]
     succ, problem = _graph(steps, listings)
+    if unmarked:
+        problem = f"nvdisasm listed no register life ranges for {', '.join(unmarked)}: the machine-code check cannot follow it"
     if problem:
         return list(bad.values()) + [problem]
     live_in: list[frozenset] = [frozenset()] * len(steps)
