@@ -52,9 +52,9 @@ Does not:
   address, though on some path one of them may hold something else (its result is followed);
 - see registers the table leaves out (RZ/PT, special and barrier registers): only the opcodes
   above may touch a value that may hold the address, and none of them writes those;
-- correlate guards beyond the same literal (a write under `@P0` and a use under `@!P0` are told
-  apart, other predicates are not), so a guarded route can refuse an honest cubin, never pass a
-  use.
+- correlate guards beyond a guarded write's clearing what the same guard let in (a use under
+  `@!P0` of what a write under `@P0` left is a use: another lane may read it), so a guarded route
+  can refuse an honest cubin, never pass a use.
 """
 
 from __future__ import annotations
@@ -174,10 +174,11 @@ def _pred(cond: str | None) -> str | None:
     return cond.lstrip("!") if cond else None
 
 
-def _holding(facts: frozenset, cond: str | None) -> set[str]:
-    """The registers that may hold the address when an instruction guarded by `cond` executes: all
-    but those whose taint needs the opposite of `cond`."""
-    return {r for r, c in facts if c is None or cond is None or c == cond or _pred(c) != _pred(cond)}
+def _holding(facts: frozenset) -> set[str]:
+    """The registers that may hold the address, on whatever terms: a use under the opposite guard
+    sees them too, since a lane may read another lane's registers (SHFL, MMA, R2UR, ...) and which
+    opcodes do is not in the table."""
+    return {r for r, _ in facts}
 
 
 def _transfer(s: _Step, facts: frozenset) -> frozenset:
@@ -186,7 +187,7 @@ def _transfer(s: _Step, facts: frozenset) -> frozenset:
     fact on what it writes; a guarded one only those taken under its own guard (where the guard
     holds, the write replaced them; where it does not, they never held); writing a predicate drops
     the condition from the facts that rest on it."""
-    taint = s.loads or bool(s.reads & _holding(facts, s.cond))
+    taint = s.loads or bool(s.reads & _holding(facts))
     out = {(r, c) for r, c in facts if r not in s.kills or (s.cond is not None and c != s.cond)}
     if taint:
         out |= {(r, s.cond) for r in s.may}
@@ -254,8 +255,8 @@ def check(listings: dict[str, Listing]) -> list[str]:
                 live_in[t] = live_in[t] | out
                 work.append(t)
     for k, s in enumerate(steps):
-        tainted = s.reads & _holding(live_in[k], s.cond)
-        if s.guard in _holding(live_in[k], None):
+        tainted = s.reads & _holding(live_in[k])
+        if s.guard in _holding(live_in[k]):
             tainted |= {s.guard}
         if tainted and not _use_allowed(s, tainted):
             bad.setdefault("use", f"`{s.text}` in {s.section} uses {', '.join(sorted(tainted))}, which may hold the "
