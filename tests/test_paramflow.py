@@ -283,6 +283,13 @@ def test_a_use_under_the_opposite_guard_still_sees_it():
     assert bad and "SHFL" in bad[-1], bad
 
 
+def test_a_shuffle_may_read_a_lane_that_is_elsewhere():
+    # this lane's path to the SHFL never holds the address in R2; a lane that branched away does
+    bad = run(ULDC, "@P0 BRA `(.L_x_1) | P0", MOVE, "NANOSLEEP 0x100", EXIT, ".L_x_1:",
+              "SHFL.IDX PT, R3, R2, RZ, 0x1f | R2 | R3", EXIT)
+    assert bad and "SHFL" in bad[-1], bad
+
+
 def test_a_graph_it_cannot_complete_is_refused():
     for branch in ("BRX R2 -0x10 | R2 R3", "JMX R2 | R2 R3", "BRA `(.L_nowhere)", "CALL.ABS.NOINC R2 | R0 R1 R2 R3"):
         assert "cannot" in run(ULDC, branch, EXIT)[-1], branch

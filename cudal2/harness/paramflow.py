@@ -23,7 +23,9 @@ one `nvdisasm -c -hex -plr -lrm narrow` run, each word checked against the cubin
     register that a guarded write may have left holding the address;
   so no load, store or bulk copy through it, no store of it, no comparison, select, shuffle,
   vote, reduction or matrix operation on it, no branch or guard on it or on a predicate computed
-  from it (a carry out, `R2UR`'s uniformity flag), and no offset by a register;
+  from it (a carry out, `R2UR`'s uniformity flag), and no offset by a register; a shuffle (`SHFL`)
+  may not read a register that may hold it at any point of the cubin, since the lane it reads
+  may be elsewhere;
 - it fails closed: a cubin nvdisasm cannot list or whose listing disagrees with its bytes is
   refused, and in a cubin that loads the address at all, an indirect branch or call (`BRX`,
   `JMX`, `JMP`, `CALL` to a register) or a branch to a label it cannot find is refused, since the
@@ -80,6 +82,11 @@ _PROPAGATE = ("UMOV", "UIADD3", "MOV", "IADD3", "IMAD", "R2UR")
 _TMA = ("UTMALDG", "UTMASTG", "UTMAREDG", "UTMAPF", "UTMACCTL")
 # Branches to a computed address: the graph would be incomplete.
 _INDIRECT = ("BRX", "BRXU", "JMX", "JMXU", "JMP")
+# A shuffle reads its source register in another lane, which may stand elsewhere in the program
+# (outside the member mask, or diverged): the table says which register, not whose. So a shuffle's
+# sources are judged against what may hold the address anywhere in the cubin. (Whether the
+# hardware returns an inactive lane's register is not measured here; PTX calls it undefined.)
+_CROSS_LANE = ("SHFL",)
 
 _CONST = re.compile(r"\bc\[0x0\]\[(0x[0-9a-f]+)\]")
 _TARGET = re.compile(r"`\(([^)]+)\)")
@@ -254,8 +261,9 @@ def check(listings: dict[str, Listing]) -> list[str]:
             if not out <= live_in[t]:
                 live_in[t] = live_in[t] | out
                 work.append(t)
+    anywhere = set().union(*map(_holding, live_in))
     for k, s in enumerate(steps):
-        tainted = s.reads & _holding(live_in[k])
+        tainted = s.reads & (anywhere if s.base in _CROSS_LANE else _holding(live_in[k]))
         if s.guard in _holding(live_in[k]):
             tainted |= {s.guard}
         if tainted and not _use_allowed(s, tainted):
