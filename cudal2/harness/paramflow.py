@@ -69,7 +69,7 @@ from cudal2.sass.cubin import CubinError
 from cudal2.sass.disasm import Instr, Listing
 
 PARAM_ADDRESS = range(0x198, 0x1A0)
-# The three opcode lists below say what an instruction does with a value, which the life-range
+# The opcode lists below say what an instruction does with a value, which the life-range
 # table cannot: it says which registers are read and written, not whether a read is a move, an
 # address or a comparison.
 # What may carry the address (the opcode before its first '.'): a move, or an add or multiply-add
