@@ -1,148 +1,323 @@
 """The machine-code rule on the parameter bank's generic address (0x198): it may be offset to a TMA
-descriptor and given to a TMA instruction, and go nowhere else, on any path."""
+descriptor and given to a TMA instruction, and go nowhere else, on any path.
+
+Which registers an instruction reads and writes is nvdisasm's to say, so what an opcode does with
+its operands is tested on real cubins (ptxas on a small PTX kernel); how the analysis follows
+paths, guards and calls is tested on listings whose life-range marks are written out."""
+
+import re
+import subprocess
 
 import pytest
 
 from cudal2.harness import paramflow
+from cudal2.sass.disasm import WORD, Instr, Listing, _split_operands
 
-HEAD = "\t.section\t.text.k,\"ax\",@progbits\n"
+# --- real cubins ------------------------------------------------------------------------------
 
-
-def sass(*lines: str) -> str:
-    """A disassembly of kernel k in nvdisasm's layout: instructions numbered, labels on their own line."""
-    out, addr = [HEAD], 0
-    for ln in lines:
-        if ln.endswith(":"):
-            out.append(ln + "\n")
-        else:
-            out.append(f"        /*{addr:04x}*/                   {ln} ;\n")
-            addr += 0x10
-    return "".join(out)
-
-
-# What ptxas emits for a __grid_constant__ descriptor (tests/kernels/good/tma_v2.cu, sm90raw).
-HONEST = (
-    "ULDC.64 UR12, c[0x0][0x198]",
-    "UIADD3 UR14, UP0, UR12, 0x70, URZ",
-    "UIADD3.X UR15, URZ, UR13, URZ, UP0, !UPT",
-    "UTMACCTL.PF [UR14]",
-    "ULDC.64 UR12, c[0x0][0x208]",          # the registers reused for the memory descriptor
-    "LDG.E R2, desc[UR12][R4.64]",
-    "UMOV UR5, UR14",
-    "UTMALDG.2D [UR8], [UR14]",
-    "EXIT",
-)
-
-
-def test_the_descriptor_pattern_passes():
-    assert paramflow.check(sass(*HONEST)) == []
+# A kernel whose first two parameters are TMA descriptors (`cvta.param` of one is what ptxas reads
+# 0x198 for), with a global output, a count, shared memory and an mbarrier at hand.
+PTX = """.version 8.8
+.target sm_90a
+.address_size 64
+.visible .entry k(.param .align 64 .b8 tmA[128], .param .align 64 .b8 tmB[128], .param .u64 out, .param .u32 n)
+{
+  .reg .b64 %g, %gb, %o, %d<8>; .reg .b32 %r<16>, %l, %h, %n, %t, %s, %mb, %x; .reg .pred %q<4>;
+  .reg .f64 %f<20>; .reg .f32 %y<4>;
+  .shared .align 128 .b8 sm[4096]; .shared .align 8 .b64 bar;
+  cvta.param.u64 %g, tmA;
+  cvta.param.u64 %gb, tmB;
+  ld.param.u64 %o, [out];
+  ld.param.u32 %n, [n];
+  cvta.to.global.u64 %o, %o;
+  mov.u32 %t, %tid.x;
+  mov.u32 %s, sm;
+  mov.u32 %mb, bar;
+BODY
+  ret;
+}
+"""
+SPLIT = "mov.b64 {%l, %h}, %g;"    # the address's halves, %h the high one
+LOAD_A = "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%s], [%g, {%t, %n}], [%mb];"
 
 
-# What ptxas also emits for a descriptor: the address loaded into vector registers, offset there
-# with a carry, moved back and forth between the register files (an sm90raw point at 2048x8192x8192).
-HONEST_VECTOR = (
-    "LDC.64 R58, c[0x0][0x198]",
-    "@!P2 IADD3 R5, P0, R58, 0x170, RZ",
-    "@!P2 R2UR UR6, R5",
-    "@!P2 IMAD.X R6, RZ, RZ, R59, P0",
-    "@!P2 R2UR UR9, R6",
-    "IMAD.U32 R6, RZ, RZ, UR6",
-    "@!P2 R2UR UR12, R6",
-    "IMAD.U32 R7, RZ, RZ, UR9",
-    "@!P2 R2UR UR13, R7",
-    "PLOP3.LUT P0, PT, PT, PT, PT, 0x80, 0x0",
-    "UTMASTG.2D [UR16], [UR12]",
-    "HGMMA.64x128x16.F32 R24, gdesc[UR20], RZ",  # R58, R59 reused inside an accumulator range
-    "FADD R2, R58, R59",
-    "EXIT",
-)
+def cubin(tmp_path, body: str) -> bytes:
+    (tmp_path / "k.ptx").write_text(PTX.replace("BODY", body))
+    subprocess.run(["ptxas", "-arch=sm_90a", "-O3", str(tmp_path / "k.ptx"), "-o", str(tmp_path / "k.cubin")],
+                   check=True, capture_output=True)
+    return (tmp_path / "k.cubin").read_bytes()
 
 
-def test_a_guarded_load_for_a_prefetch_passes():
-    # (a prefetch of a descriptor in a divergent branch: ptxas guards the load itself)
-    assert paramflow.check(sass("@!P0 LDC.64 R2, c[0x0][0x198]", "@!P0 R2UR UR4, R2", "@!P0 R2UR UR5, R3",
-                                "@!P0 UTMACCTL.PF [UR4]", "EXIT")) == []
+def check(tmp_path, body: str) -> list[str]:
+    return paramflow.violations(cubin(tmp_path, body))
 
 
-def test_the_vector_register_route_passes():
-    assert paramflow.check(sass(*HONEST_VECTOR)) == []
+def test_the_descriptor_pattern_passes(tmp_path):
+    # prefetched, loaded through from both descriptors (one offset, with a carry), and the
+    # registers reused for ordinary global memory
+    assert check(tmp_path, f"""mbarrier.init.shared.b64 [%mb], 1; prefetch.tensormap [%g]; {LOAD_A}
+        cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%s], [%gb, {{%n, %t}}], [%mb];
+        ld.global.u32 %r1, [%o]; st.global.u32 [%o+4], %r1;""") == []
 
 
-LOAD = "LD.E R9, [R2.64]"   # a generic load through whatever R2 holds
+def test_a_store_from_divergent_lanes_passes(tmp_path):
+    # per-lane coordinates: ptxas loops until R2UR finds them uniform, branching on its flag
+    assert check(tmp_path, "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%gb, {%t, %n}], [%s]; "
+                           "cp.async.bulk.commit_group;") == []
 
 
-@pytest.mark.parametrize("lines, says", [
-    (("LDC.64 R4, c[0x0][0x198]", "LD.E R2, [R4.64]", "EXIT"), "R4"),                    # a load through it
-    (("IADD3 R4, R4, c[0x0][0x19c], RZ", "EXIT"), "plain load"),
-    (("@P0 LDC.64 R4, c[0x0][0x198]", LOAD.replace("R2", "R4"), "EXIT"), "R4"),   # a guarded load taints too
-    (("ULDC.64 UR4, c[0x0][0x198]", "MOV R2, UR4", "MOV R3, UR5", LOAD, "EXIT"), "R2"),   # moved, then loaded
-    (("ULDC.64 UR4, c[0x0][0x198]", "UIADD3 UR6, UR4, -0x168, URZ", "IMAD.U32 R2, RZ, RZ, UR6", LOAD, "EXIT"),
-     "R2"),
-    (("ULDC.64 UR4, c[0x0][0x198]", "IADD3 R2, R7, UR4, RZ", "EXIT"), "UR4"),           # offset by a register
-    (("ULDC.64 UR4, c[0x0][0x198]", "UIADD3 UR6, UR4, UR9, URZ", "EXIT"), "UR4"),
-    (("ULDC.64 UR4, c[0x0][0x198]", "STG.E desc[UR8][R6.64], UR4", "EXIT"), "UR4"),     # stored as a value
-    (("ULDC.64 UR4, c[0x0][0x198]", "UBLKCP.S.G [UR8], [UR4], UR10", "EXIT"), "UR4"),      # a bulk copy from it
-    (("ULDC.64 UR4, c[0x0][0x198]", "MOV R3, UR5", "MOV R2, 0x10", LOAD, "EXIT"), "R3"),   # the high half of a pair
-    (("LDC.64 R4, c[0x0][0x198]", "STG.E.128 desc[UR8][R8.64], R2", "EXIT"), "R4"),       # inside a 128-bit value
-    (("ULDC.64 UR4, c[0x0][0x198]", "UIADD3 UR6, UP0, UR4, 0x8, URZ", "@UP0 BRA `(.L_x_1)", "EXIT", ".L_x_1:",
-      "EXIT"), "UP0"),                                                                        # a branch on its carry
-    (("ULDC.64 UR4, c[0x0][0x198]", "UISETP.NE.U32.AND UP1, UPT, UR4, URZ, UPT", "EXIT"), "UR4"),
-    (("ULDC.64 UR4, c[0x0][0x198]", "UTMALDG.2D [UR8], [UR14], UR4", "EXIT"), "UR4"),      # not in brackets
-    (("ULDC.64 UR4, c[0x0][0x198]", "UIADD3 UR4, UR4, -0x168, URZ", "MOV R2, UR4", LOAD, "EXIT"), "R2"),  # in place
-    (("ULDC.64 UR4, c[0x0][0x198]", "@UP0 UMOV UR4, URZ", "MOV R2, UR4", LOAD, "EXIT"), "R2"),  # a guarded kill
-    (("ULDC.64 UR4, c[0x0][0x198]", "@P1 R2UR P0, UR4, R5", "MOV R2, UR4", LOAD, "EXIT"), "R2"),
-    # A path that jumps over the kill keeps the address (a linear scan would miss it).
-    (("ULDC.64 UR4, c[0x0][0x198]", "@P0 BRA `(.L_x_1)", "UMOV UR4, URZ", ".L_x_1:", "MOV R2, UR4", LOAD, "EXIT"),
-     "R2"),
-    # Round a loop: the use comes before the load in the text, after it in time.
-    ((".L_x_0:", "MOV R2, UR4", LOAD, "ULDC.64 UR4, c[0x0][0x198]", "@P0 BRA `(.L_x_0)", "EXIT"), "R2"),
-    # An accumulator range ends before the address's registers: they still hold it.
-    (("LDC.64 R58, c[0x0][0x198]", "HGMMA.64x64x16.F32 R24, gdesc[UR4], RZ", "LD.E R9, [R58.64]", "EXIT"), "R58"),
-    # (tenth review) a conversion reads the pair its 64-bit type names; NANOSLEEP reads, never writes
-    (("ULDC.64 UR4, c[0x0][0x198]", "MOV R5, UR5", "MOV R4, RZ", "I2F.F64.U64 R6, R4", "EXIT"), "R5"),
-    (("LDC.64 R4, c[0x0][0x198]", "NANOSLEEP R4", LOAD.replace("R2", "R4"), "EXIT"), "R4"),
-    (("ULDC.64 UR4, c[0x0][0x198]", "UMOV UR8, URZ", "UMOV UR9, UR5", "UBLKCP.S.G [UR10], [UR8], UR12", "EXIT"),
-     "UR9"),                                                  # the high half of an unbracketed-width address
-    (("LDC.64 R58, c[0x0][0x198]", "HGMMA.64x128x16.F32 R24, gdesc[UR4], R24", "EXIT"), "R58"),  # accumulators
-    # (eleventh review) stmatrix .x2 and IMMA read more registers than they name
-    (("LDC.64 R10, c[0x0][0x198]", "STSM.16.M88.2 [R6], R10", "EXIT"), "R10"),
-    (("LDC.64 R14, c[0x0][0x198]", "IMMA.16816.S8.S8 R8, R8.ROW, R8.COL, R12", "EXIT"), "R14"),
-    (("LDC.64 R24, c[0x0][0x198]", "DMMA.16x8x16 R32, R16, R32, R8", "EXIT"), "R24"),   # A is 16 registers
-    (("ULDC.64 UR4, c[0x0][0x198]", "UIADD3 UR6, UP0, UR4, 0x8, URZ", "UP2UR UR9, UPR, URZ, 0x7f", "EXIT"),
-     "UP0"),                                                                 # the whole predicate file
+def test_a_carry_out_is_written_not_read(tmp_path):
+    # the descriptor's offset leaves a carry; a later 64-bit add of other values writes a new one
+    assert check(tmp_path, "prefetch.tensormap [%gb]; add.u64 %d1, %o, 0x123456789; st.global.u64 [%o], %d1;") == []
+
+
+@pytest.mark.parametrize("body, says", [
+    ("ld.u32 %r1, [%g]; st.global.u32 [%o], %r1;", "LD"),                       # a load through it
+    ("st.global.u64 [%o], %g;", "STG"),                                          # stored as a value
+    (f"{SPLIT} st.global.u32 [%o], %h;", "STG"),                                  # its high half alone
+    ("add.u64 %d1, %g, %o; st.global.u64 [%o], %d1;", "UIADD3"),                 # offset by a register
+    ("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%s], [%g], 16, [%mb];", "UBLKCP"),
+    ("setp.eq.u64 %q1, %g, 0; @%q1 st.global.u32 [%o], %n;", "P0"),              # compared
+    ("prefetch.tensormap [%g]; ts: .branchtargets A, B; and.b32 %r1, %t, 1; brx.idx %r1, ts; A: st.global.u32 [%o], %n; bra.uni E; "
+     "B: st.global.u32 [%o+4], %n; E:", "cannot follow"),                          # an incomplete graph
 ])
-def test_any_other_use_on_any_path_is_refused(lines, says):
-    bad = paramflow.check(sass(*lines))
-    assert bad and says in bad[0], bad
+def test_a_use_is_refused(tmp_path, body, says):
+    bad = check(tmp_path, body)
+    assert bad and says in bad[-1], bad
 
 
-@pytest.mark.parametrize("kill", ["UMOV UR4, URZ", "R2UR UR4, R7", "R2UR P0, UR4, R7", "UIMAD.WIDE UR4, UR8, 0x3, URZ"])
-def test_a_write_on_every_path_clears_it(kill):
-    assert paramflow.check(sass("ULDC.64 UR4, c[0x0][0x198]", kill, "MOV R2, UR4", "FADD R9, R2, R2", "EXIT")) == []
+# Registers an instruction reads without naming them (each once passed a hand-written table).
+@pytest.mark.parametrize("body, says", [
+    (f"{SPLIT} st.shared.v4.b32 [%s], {{%n, %n, %n, %h}};", "STS.128"),          # a quad's last register
+    ("st.global.v2.u64 [%o], {%d1, %g};", "STG.E.128"),                         # a 128-bit value's upper pair
+    (f"{SPLIT} stmatrix.sync.aligned.m8n8.x2.shared.b16 [%s], {{%n, %h}};", "STSM"),   # .x2's second register
+    (f"{SPLIT} mov.b64 %d1, {{%n, %h}}; cvt.rn.f64.u64 %f1, %d1; st.global.f64 [%o], %f1;", "I2F"),  # a pair's high half
+    (f"{SPLIT} mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {{%r1,%r2,%r3,%r4}}, {{%n,%n,%n,%n}}, {{%n,%n}}, "
+     "{%n,%n,%h,%n}; st.global.v4.u32 [%o], {%r1,%r2,%r3,%r4};", "IMMA"),       # an accumulator quad
+    ("mov.b64 %f5, %g; mov.b64 %f1, 0d3FF0000000000000; mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64 "
+     "{%f10,%f11,%f12,%f13}, {%f1,%f1,%f1,%f1,%f5,%f1,%f1,%f1}, {%f1,%f1,%f1,%f1}, {%f1,%f1,%f1,%f1}; "
+     "st.global.v2.f64 [%o], {%f10,%f11};", "DMMA"),                            # A: 16 registers
+    (f"{SPLIT} mov.b32 %y0, %n; mov.b32 %y1, %n; mov.b32 %y2, %h; mov.b32 %y3, %n; cvt.u64.u32 %d1, %n; "
+     "wgmma.fence.sync.aligned; wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%y0,%y1,%y2,%y3}, %d1, %d1, "
+     "1, 1, 1, 1, 1; wgmma.commit_group.sync.aligned; wgmma.wait_group.sync.aligned 0; "
+     "st.global.v4.f32 [%o], {%y0,%y1,%y2,%y3};", "HGMMA"),                     # an accumulator range
+    (f"{SPLIT} nanosleep.u32 %h;", "NANOSLEEP"),                                # a read, not a write
+])
+def test_implicit_operands_are_read(tmp_path, body, says):
+    bad = check(tmp_path, body)
+    assert bad and says in bad[-1], bad
 
 
-def test_a_carry_out_is_written_not_read():
-    # (eleventh review's false positives) a carry left by the descriptor's offset is overwritten
-    # by a later carry out, or by USETMAXREG's result, not read
-    for write in ("UIADD3 UR16, UP0, -UR8, UR10, URZ", "USETMAXREG.TRY_ALLOC.CTAPOOL UP0, 0xe8"):
-        assert paramflow.check(sass("ULDC.64 UR4, c[0x0][0x198]", "UIADD3 UR6, UP0, UR4, 0x70, URZ",
-                                    "UIADD3.X UR7, URZ, UR5, URZ, UP0, !UPT", "UTMACCTL.PF [UR6]", write,
-                                    "PLOP3.LUT P0, PT, PT, PT, UP0, 0x80, 0x0", "EXIT")) == [], write
+def test_a_branch_on_a_carry_out_is_refused(tmp_path):
+    # (the carry of the address plus a constant compares its low half with that constant)
+    bad = check(tmp_path, f"{SPLIT} add.cc.u32 %r1, %l, 0x7fffffff; addc.u32 %r2, 0, 0; setp.ne.u32 %q1, %r2, 0; "
+                          "@%q1 st.global.u32 [%o], %n;")
+    assert bad and "P0" in bad[-1], bad
 
 
-def test_a_wide_write_clears_both_halves():
-    assert paramflow.check(sass("ULDC.64 UR4, c[0x0][0x198]", "UIMAD.WIDE UR4, UR8, 0x3, URZ", "MOV R3, UR5",
-                                "LD.E R9, [R2.64]", "FADD R1, R3, R3", "EXIT")) == []
-    assert paramflow.check(sass("ULDC.64 UR4, c[0x0][0x198]", "UMOV UR4, URZ", "MOV R3, UR5", "FADD R1, R3, R3",
-                                "EXIT"))
+def test_r2urs_uniformity_flag_carries_the_address(tmp_path):
+    # Lane 0 holds the address's low half and the others a guess, as a TMA coordinate: ptxas loops
+    # until R2UR finds the lanes agree, so how often it loops says whether the guess was right.
+    bad = check(tmp_path, """ld.global.u32 %x, [%o]; setp.eq.u32 %q1, %t, 0; @!%q1 bra SKIP; mov.b64 {%l, %h}, %g;
+        add.u32 %x, %l, 0; SKIP:
+        cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%gb, {%x, %n}], [%s]; cp.async.bulk.commit_group;""")
+    assert bad and "P0" in bad[-1], bad
 
 
-@pytest.mark.parametrize("branch", ["BRX R2 -0x10", "JMX R2", "BRA `(.L_nowhere)"])
-def test_a_graph_it_cannot_complete_is_refused(branch):
-    assert "cannot" in paramflow.check(sass("ULDC.64 UR4, c[0x0][0x198]", branch, "EXIT"))[0]
+CALLEE = """.version 8.8
+.target sm_90a
+.address_size 64
+.func (.param .b64 r) f (.param .b64 x)
+{
+  .reg .b64 %a;
+  ld.param.b64 %a, [x];
+  FUNC
+  st.param.b64 [r], %a;
+  ret;
+}
+.visible .entry k(.param .align 64 .b8 tmA[128], .param .u64 out)
+{
+  .reg .b64 %g, %o, %v; .reg .b32 %r1;
+  cvta.param.u64 %g, tmA;
+  ld.param.u64 %o, [out];
+  cvta.to.global.u64 %o, %o;
+  { .param .b64 a0; .param .b64 r0; st.param.b64 [a0], %g; call (r0), f, (a0); ld.param.b64 %v, [r0]; }
+  KERNEL
+  ret;
+}
+"""
+
+
+@pytest.mark.parametrize("func, kernel, says", [
+    ("st.u32 [%a], 0;", "", "ST.E"),                                 # stored through in the callee
+    ("", "ld.u32 %r1, [%v]; st.global.u32 [%o], %r1;", "LD.E"),    # returned, and loaded through by the caller
+])
+def test_a_call_is_followed_in_and_out(tmp_path, func, kernel, says):
+    (tmp_path / "k.ptx").write_text(CALLEE.replace("FUNC", func).replace("KERNEL", kernel))
+    subprocess.run(["ptxas", "-arch=sm_90a", "-O3", str(tmp_path / "k.ptx"), "-o", str(tmp_path / "k.cubin")],
+                   check=True, capture_output=True)
+    data = (tmp_path / "k.cubin").read_bytes()
+    bad = paramflow.violations(data)
+    assert bad and says in bad[-1], bad
+
+
+def test_a_cubin_it_cannot_read_is_refused():
+    assert "could not be read" in paramflow.violations(b"\x7fELF not really")[0]
+
+
+# --- listings with their life-range marks written out -------------------------------------------
+
+def listing(*rows: str, name: str = "k") -> Listing:
+    """Instructions as `TEXT | reads | writes` (the life-range table's marks), labels as `L:`."""
+    instrs, labels, pending = [], {}, []
+    for row in rows:
+        if row.endswith(":"):
+            pending.append(row[:-1])
+            continue
+        text, reads, writes = (row.split("|") + ["", ""])[:3]
+        text = text.strip()
+        m = re.match(r"(@!?U?P[T\d])\s+(.*)", text)
+        pred, body = (m.group(1), m.group(2)) if m else ("", text)
+        opcode, _, rest = body.partition(" ")
+        ins = Instr(index=len(instrs), offset=len(instrs) * WORD, text=text, pred=pred, opcode=opcode,
+                    operands=_split_operands(rest), word=bytes(WORD), reads=frozenset(reads.split()),
+                    writes=frozenset(writes.split()), labels=pending)
+        for lab in pending:
+            labels[lab] = ins.offset
+        pending = []
+        instrs.append(ins)
+    return Listing(kernel=name, instrs=instrs, blocks=[], labels=labels)
+
+
+def run(*rows: str, **functions: tuple[str, ...]) -> list[str]:
+    return paramflow.check({"k": listing(*rows), **{f: listing(*r, name=f) for f, r in functions.items()}})
+
+
+ULDC = "ULDC.64 UR4, c[0x0][0x198] | | UR4 UR5"
+ULDC_R = "LDC.64 R2, c[0x0][0x198] | | R2 R3"
+LOAD = "LD.E R9, desc[UR8][R2.64] | R2 R3 UR8 UR9 | R9"     # a generic load through whatever R2 holds
+MOVE = "MOV R2, UR4 | UR4 | R2"
+EXIT = "EXIT"
+
+
+def test_moves_and_offsets_by_constants_pass():
+    assert run(ULDC, "UIADD3 UR6, UP0, UR4, 0x70, URZ | UR4 | UR6 UP0", "UIADD3.X UR7, URZ, UR5, URZ, UP0, !UPT | UR5 UP0 | UR7",
+               "UMOV UR10, UR6 | UR6 | UR10", "UMOV UR11, UR7 | UR7 | UR11",
+               "UTMACCTL.PF [UR10] | UR10 UR11", EXIT) == []
+
+
+@pytest.mark.parametrize("rows, says", [
+    ((ULDC, MOVE, LOAD, EXIT), "R2"),
+    (("IADD3 R4, R4, c[0x0][0x19c], RZ | R4 | R4", EXIT), "plain load"),   # read by anything but a load
+    (("@P0 " + ULDC, MOVE, LOAD, EXIT), "R2"),                              # a guarded load taints too
+    ((ULDC_R, "IADD3 R2, P0, R2, c[0x0][0x210], RZ | R2 | R2 P0", EXIT), "R2"),   # offset by a parameter
+    ((ULDC, "IADD3 R2, R7, UR4, RZ | R7 UR4 | R2", EXIT), "UR4"),         # offset by a register
+    ((ULDC, "UTMALDG.2D.MULTICAST [UR8], [UR14], UR4 | UR4 UR8 UR9 UR14 UR15", EXIT), "UR4"),   # a TMA's bare operand
+    ((ULDC, "UTMALDG.2D [UR8], [UR14], UR4 | UR4 UR5 UR8 UR9 UR14 UR15", EXIT), "UR5"),   # ... and what follows it
+    ((ULDC, "UIADD3 UR6, UP0, UR4, 0x8, URZ | UR4 | UR6 UP0", "@UP0 BRA `(.L_x_1) | UP0", EXIT, ".L_x_1:", EXIT), "UP0"),
+    # a register the text names and the table does not mark is read
+    ((ULDC_R, "NANOSLEEP R2", EXIT), "R2"),
+    # `PR` is the whole predicate file, which the table does not mark
+    ((ULDC, "UIADD3 UR6, UP0, UR4, 0x8, URZ | UR4 | UR6 UP0", "PLOP3.LUT P3, PT, UP0, PT, PT, 0x80, 0x0 | UP0 | P3",
+      "P2R R3, PR, RZ, 0x8 | | R3", EXIT), "PLOP3"),
+    ((ULDC, "UIADD3 UR6, UP0, UR4, 0x8, URZ | UR4 | UR6 UP0", "UP2UR UR9, UPR, URZ, 0x7f | | UR9", EXIT), "UP0"),
+])
+def test_a_use_in_a_listing_is_refused(rows, says):
+    bad = run(*rows)
+    assert bad and says in bad[-1], bad
+
+
+def test_a_tma_instruction_may_hold_it_in_its_brackets():
+    # the unmarked registers after a bracketed one are that operand's (coordinates)
+    assert run(ULDC, "UMOV UR10, UR4 | UR4 | UR10", "UTMALDG.2D [UR8], [UR14] | UR8 UR9 UR10 UR11 UR14 UR15", EXIT) == []
+
+
+@pytest.mark.parametrize("kill", ["UMOV UR4, URZ | | UR4", "R2UR UR4, R7 | R7 | UR4", "R2UR P0, UR4, R7 | R7 | P0 UR4"])
+def test_an_unguarded_write_clears_it(kill):
+    assert run(ULDC, kill, MOVE, "FADD R9, R2, R2 | R2 | R9", EXIT) == []
+
+
+def test_a_wide_write_clears_what_the_table_marks():
+    assert run(ULDC, "UIMAD.WIDE UR4, UR8, 0x3, URZ | UR8 | UR4 UR5", "MOV R3, UR5 | UR5 | R3", "FADD R1, R3, R3 | R3 | R1",
+               EXIT) == []
+    assert run(ULDC, "UIMAD UR4, UR8, 0x3, URZ | UR8 | UR4", "MOV R3, UR5 | UR5 | R3", "FADD R1, R3, R3 | R3 | R1", EXIT)
+
+
+def test_the_whole_predicate_file_is_never_surely_written():
+    assert run(ULDC, "UIADD3 UR6, UP0, UR4, 0x8, URZ | UR4 | UR6 UP0", "PLOP3.LUT P0, PT, UP0, PT, PT, 0x80, 0x0 | UP0 | P0",
+               "R2P PR, R8, 0x7f | R8", "@P0 EXIT | P0", EXIT)
+
+
+NOTHING = {}
+QUIET_CALLEE = {"f": ("MOV R0, RZ | | R0", "RET.REL.NODEC R20 `(k) | R20 R21")}
+
+
+@pytest.mark.parametrize("rows, functions", [
+    ((ULDC, "@UP0 UMOV UR4, URZ | UP0 | UR4", MOVE, LOAD, EXIT), NOTHING),            # a guarded kill
+    ((ULDC, "@P0 BRA `(.L_x_1) | P0", "UMOV UR4, URZ | | UR4", ".L_x_1:", MOVE, LOAD, EXIT), NOTHING),  # around it
+    ((".L_x_0:", MOVE, LOAD, ULDC, "@P0 BRA `(.L_x_0) | P0", EXIT), NOTHING),          # round a loop
+    # an accumulator range that ends below the address's registers
+    (("LDC.64 R2, c[0x0][0x198] | | R2 R3", "HGMMA.64x64x16.F32 R4, gdesc[UR4], RZ | UR4 UR5 UR6 UR7 | "
+      + " ".join(f"R{n}" for n in range(4, 36)), LOAD, EXIT), NOTHING),
+    # a write under the same guard, after the guard's predicate was written again
+    ((ULDC, "@P1 MOV R2, UR4 | P1 UR4 | R2", "ISETP.NE.AND P1, PT, R7, RZ, PT | R7 | P1", "@P1 MOV R2, RZ | P1 | R2",
+      LOAD, EXIT), NOTHING),
+    # a call's row lists what the callee may clobber; this callee leaves R2 alone
+    ((ULDC_R, "CALL.REL.NOINC `(f) | R0 R1 | R0 R2 R3", LOAD, EXIT), QUIET_CALLEE),
+])
+def test_a_path_that_keeps_it_is_followed(rows, functions):
+    bad = run(*rows, **functions)
+    assert bad and "`LD.E" in bad[-1], bad
+
+
+def test_a_guarded_write_clears_what_its_own_guard_let_in():
+    # ptxas offsets the address under a guard, and overwrites the register under the same guard
+    assert run(ULDC_R, "@!P1 IADD3 R4, P0, R2, 0x170, RZ | P1 R2 | R4 P0", "@!P1 IADD3 R4, R5, 0x1c000, RZ | P1 R5 | R4",
+               "@!P1 IMAD.X R5, RZ, RZ, R3, P0 | P1 R3 P0 | R5", "@!P1 MOV R5, RZ | P1 | R5",
+               "LD.E R9, desc[UR8][R4.64] | R4 R5 UR8 UR9 | R9", EXIT) == []
+
+
+def test_a_use_under_the_opposite_guard_still_sees_it():
+    # lanes where P1 held moved the address; the others read it from them
+    bad = run(ULDC, "@P1 MOV R2, UR4 | P1 UR4 | R2", "@!P1 SHFL.IDX PT, R3, R2, RZ, 0x1f | P1 R2 | R3", EXIT)
+    assert bad and "SHFL" in bad[-1], bad
+
+
+def test_a_shuffle_may_read_a_lane_that_is_elsewhere():
+    # this lane's path to the SHFL never holds the address in R2; a lane that branched away does
+    bad = run(ULDC, "@P0 BRA `(.L_x_1) | P0", MOVE, "NANOSLEEP 0x100", EXIT, ".L_x_1:",
+              "SHFL.IDX PT, R3, R2, RZ, 0x1f | R2 | R3", EXIT)
+    assert bad and "SHFL" in bad[-1], bad
+
+
+def test_a_graph_it_cannot_complete_is_refused():
+    for branch in ("BRX R2 -0x10 | R2 R3", "JMX R2 | R2 R3", "BRA `(.L_nowhere)", "CALL.ABS.NOINC R2 | R0 R1 R2 R3"):
+        assert "cannot" in run(ULDC, branch, EXIT)[-1], branch
+
+
+def test_a_function_without_life_ranges_is_refused():
+    # (the table missing, a quad's implicit registers would go unseen)
+    assert "life ranges" in run("ULDC.64 UR4, c[0x0][0x198]", "STS.128 [R2], R4", EXIT)[-1]
 
 
 def test_a_call_returns_to_its_caller_with_the_address():
-    bad = paramflow.check(sass("CALL.REL.NOINC `(f)", "MOV R2, UR4", LOAD, "EXIT",
-                               "f:", "ULDC.64 UR4, c[0x0][0x198]", "RET.REL.NODEC R20 `(k)"))
-    assert bad and "R2" in bad[0]
+    bad = run("CALL.REL.NOINC `(f) | R0 R1 | UR4 UR5", MOVE, LOAD, EXIT,
+              f=(ULDC, "RET.REL.NODEC R20 `(k) | R20 R21"))
+    assert bad and "R2" in bad[-1], bad
+
+
+def test_nothing_is_followed_where_the_address_is_never_loaded():
+    assert run(MOVE, LOAD, "BRX R2 -0x10 | R2 R3", EXIT) == []
+
+
+def test_an_honest_sm90raw_point_the_hand_tables_refused_builds(tmp_path):
+    # Read as a quad, `SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [UR14+0x16000], R4` "used" R6 and R7,
+    # which still held the descriptor's address; the table says it reads R4 alone.
+    from cudal2.config import BuildConfig
+    from cudal2.harness.build import build
+    from cudal2.kernels.family import get_family
+    from cudal2.problem import Problem
+    q = {"BM": 128, "BN": 64, "CLUSTER": 1, "CONSUMERS": 2, "EPI": "tma", "GROUP_M": 16, "MAX_CTAS": 132,
+         "SCHED": "tiles", "SPLIT_K": 1, "STAGES": 3}
+    r = build(get_family("sm90raw").render(q, Problem(64, 64, 64)), BuildConfig(cache_dir=str(tmp_path)))
+    assert r.ok, r.reason

@@ -126,9 +126,9 @@ def v2_commands(cfg: BuildConfig, src: str) -> tuple[list[str], list[str]]:
 def rules_version() -> str:
     """A hash of the modules whose rules decide what a build accepts: a cached verdict is reused
     only under the rules that reached it (a rule added later must see old sources again)."""
-    from cudal2.sass import cubin as sass_cubin, tools
+    from cudal2.sass import cubin as sass_cubin, disasm, tools
     h = hashlib.sha256()
-    for mod in (policy, launch, cubin, constbank, paramflow, sass_cubin, tools):
+    for mod in (policy, launch, cubin, constbank, paramflow, sass_cubin, disasm, tools):
         h.update(Path(mod.__file__).read_bytes())
     try:   # the disassembler reads the machine code the rule judges
         h.update(tools.version("nvdisasm").encode())

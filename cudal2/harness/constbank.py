@@ -16,8 +16,9 @@ Guarantees:
 - it fails closed: without nvdisasm, or with instructions it cannot place in a kernel, the
   cubin is refused with the reason.
 
-`violations` also runs `paramflow.check`, which follows the one allowed word that is an address
-(0x198, the parameter bank's generic address) to its uses.
+`violations` also runs `paramflow.violations`, which follows the one allowed word that is an
+address (0x198, the parameter bank's generic address) to its uses, on a second disassembly that
+carries nvdisasm's register life ranges (`cudal2.sass.disasm`).
 
 Does not: follow what any other value read from an allowed word is used for.
 """
@@ -136,8 +137,9 @@ def violations(path: str | Path) -> list[str]:
     """`check` on the disassembly of the cubin at `path`; a cubin that cannot be disassembled is
     refused."""
     try:
-        params = param_sizes(Path(path).read_bytes())
+        data = Path(path).read_bytes()
+        params = param_sizes(data)
         sass = tools.run("nvdisasm", ["-c", str(path)])
     except (tools.ToolMissing, tools.ToolFailed, CubinError, OSError) as e:
         return [f"the machine code could not be checked ({str(e).splitlines()[0][:300]})"]
-    return check(sass, params) + paramflow.check(sass)
+    return check(sass, params) + paramflow.violations(data)

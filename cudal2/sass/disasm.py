@@ -15,6 +15,8 @@ Guarantees:
   `unexplained()` returns those the table does not mark, which the legality checker treats as
   read and written (the conservative reading);
 - the words after the function's end (alignment NOPs) are not listed;
+- `labels` holds every label nvdisasm prints (`.L_x_3`, the function's own name, and a local
+  subroutine's such as `$k$f`, which a CALL names and the section holds after the kernel's code);
 - blocks: a block starts at offset 0, at every label and after every control-flow instruction
   (EXIT and BRA even when predicated: nothing may cross them); successors are the fall-through
   and the label a branch names. An indirect branch (BRX/JMX) makes every block a successor.
@@ -156,7 +158,7 @@ _REG_W = re.compile(r"(?<![\w.])(U?R\d+|U?P\d)(\.64)?\b")
 _SECTION = re.compile(r"^//-+ \.text\.(\S+)\s+-+$")
 _INSTR = re.compile(r"^\s+/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;\s*/\* (0x[0-9a-f]{16}) \*/")
 _HI = re.compile(r"^\s+/\* (0x[0-9a-f]{16}) \*/")
-_LABEL = re.compile(r"^(\.L\w+):")
+_LABEL = re.compile(r"^([.$\w]+):")     # `.L_x_3:`, a function's name, a subroutine's (`$k$f:`, a call's target)
 _TARGET = re.compile(r"`\((\.L\w+)\)")
 _PREFIX = {"GPR": "R", "PRED": "P", "UGPR": "UR", "UPRED": "UP"}
 CONTROL_FLOW = {"BRA", "BRX", "BRXU", "JMP", "JMX", "JMXU", "CALL", "RET", "EXIT", "BREAK", "KILL", "BPT", "RTT"}
