@@ -262,11 +262,11 @@ extern "C" __global__ void __launch_bounds__(1024, 2) cudal2_scrub_local(u64 key
 }
 // Registers: 32 per thread at 2048 threads per SM is the whole 64K-register file. ptxas never
 // allocates the top two registers of a thread's allotment (R30 and R31 at 32: "Used 32 registers"
-// with R29 the highest written, spills or not), so the most a kernel can write is R0..R29. Each
-// value is loaded from a volatile local frame in order and stored back in reverse: all REG_WORDS
-// are live at once, so ptxas must hold them in distinct registers, and every one of R0..R29 and
-// P0..P6 is the destination of a write (tests/test_scrub_regs.py reads the SASS). Left: R30/R31 of
-// this allotment and the uniform registers, which no code ptxas emits can be made to cover.
+// with R29 the highest written, spills or not), so the most a kernel can write is R0..R29. The
+// REG_WORDS values cannot be folded (keyed hashes) and are all candidates of the one select at
+// the end (ptxas keeps the frame in registers), so they take distinct registers: every one of
+// R0..R29 and P0..P6 is the destination of a write (tests/test_scrub_regs.py reads the SASS).
+// Left: R30/R31 of this allotment and the uniform registers, which no code ptxas emits covers.
 extern "C" __global__ void __launch_bounds__(1024, 2) cudal2_scrub_regs(u64 key, unsigned* sink) {
     volatile unsigned frame[REG_WORDS];
     const u64 t = ((u64)blockIdx.x << 10) | threadIdx.x;
