@@ -321,3 +321,9 @@ def test_an_honest_sm90raw_point_the_hand_tables_refused_builds(tmp_path):
          "SCHED": "tiles", "SPLIT_K": 1, "STAGES": 3}
     r = build(get_family("sm90raw").render(q, Problem(64, 64, 64)), BuildConfig(cache_dir=str(tmp_path)))
     assert r.ok, r.reason
+
+
+def test_a_use_on_the_converged_path_after_bra_div_is_seen():
+    # BRA.DIV jumps only when the warp is diverged: the fall-through is ptxas's fast path
+    # (fourteenth review: it was treated as an unconditional branch, and its fall-through unchecked)
+    assert run(ULDC, "VOTEU.ANY UR6, UPT, PT | | UR6", "BRA.DIV UR6, `(.L_x_2) | UR6", MOVE, LOAD, ".L_x_2:", EXIT)

@@ -166,7 +166,9 @@ def _graph(steps: list[_Step], listings: dict[str, Listing]) -> tuple[list[list[
             to = t and (labels[s.section].get(t.group(1), first.get(t.group(1))))
             if to is None:
                 return [], f"`{s.text}` branches to a place the machine-code check cannot find"
-            out = [to] + (nxt if s.cond or s.base == "CALL" else [])
+            # Only a bare, unguarded BRA always jumps: BRA.DIV jumps only when the warp is diverged
+            # and falls through otherwise (the fourteenth review), so any modifier keeps the edge.
+            out = [to] + (nxt if s.cond or s.base == "CALL" or s.ins.opcode != "BRA" else [])
         elif s.base == "EXIT":
             out = nxt if s.cond else []
         elif s.base == "RET":

@@ -305,7 +305,9 @@ def _blocks(instrs: list[Instr]) -> tuple[list[Block], dict[str, int]]:
             continue
         if end.target is not None and end.target in labels and end.base in CONTROL_FLOW:
             b.succs.append(first_to_block[labels[end.target] // WORD])
-        falls = not (end.base in UNCONDITIONAL_END and end.pred in ("", "@PT"))
+        # BRA.DIV (and any BRA with a modifier) may fall through: only a bare BRA always jumps
+        falls = not (end.base in UNCONDITIONAL_END and end.pred in ("", "@PT")
+                     and (end.base != "BRA" or end.opcode == "BRA"))
         if falls and b.index + 1 < len(blocks) and (end.base not in {"RET", "EXIT"} or end.pred):
             b.succs.append(b.index + 1)
     for b in blocks:
