@@ -8,21 +8,13 @@ from cudal2.harness import constbank, cubin
 from cudal2.harness.build import build
 
 from .conftest import KERNELS
+from .listings import listing
 
-SASS = """
-        .section        .text.k,"ax",@progbits
-k:
-        /*0000*/                   LDC R1, c[0x0][0x28] ;
-        /*0010*/                   ULDC.64 UR4, c[0x0][0x208] ;
-        /*0020*/                   LDC R5, c[0x0][RZ] ;
-        /*0030*/                   LDC.64 R2, c[0x0][0x210] ;
-        /*0040*/                   INSERT ;
-        /*0050*/                   EXIT ;
-"""
+ROWS = ("LDC R1, c[0x0][0x28]", "ULDC.64 UR4, c[0x0][0x208]", "LDC R5, c[0x0][RZ]", "LDC.64 R2, c[0x0][0x210]")
 
 
 def _check(insn: str, params: int = 8) -> list[str]:
-    return constbank.check(SASS.replace("INSERT", insn), {"k": params})
+    return constbank.check({"k": listing(*ROWS, insn, "EXIT")}, {"k": params})
 
 
 def test_an_honest_kernels_reads_pass():
@@ -54,7 +46,7 @@ def test_constant_reads_outside_the_parameters_and_allowed_words_are_refused(ins
 
 
 def test_an_instruction_outside_every_kernel_is_refused():
-    assert constbank.check(SASS, {"other": 8})
+    assert constbank.check({"k": listing(*ROWS, "EXIT")}, {"other": 8})
 
 
 @pytest.mark.parametrize("name", ["y_param_name_from_comment.cu", "y_pragma_string_comment.cu", "z_gridid_parity.cu",

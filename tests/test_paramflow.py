@@ -5,13 +5,13 @@ Which registers an instruction reads and writes is nvdisasm's to say, so what an
 its operands is tested on real cubins (ptxas on a small PTX kernel); how the analysis follows
 paths, guards and calls is tested on listings whose life-range marks are written out."""
 
-import re
 import subprocess
 
 import pytest
 
 from cudal2.harness import paramflow
-from cudal2.sass.disasm import WORD, Instr, Listing, _split_operands
+
+from .listings import listing
 
 # --- real cubins ------------------------------------------------------------------------------
 
@@ -166,28 +166,6 @@ def test_a_cubin_it_cannot_read_is_refused():
 
 
 # --- listings with their life-range marks written out -------------------------------------------
-
-def listing(*rows: str, name: str = "k") -> Listing:
-    """Instructions as `TEXT | reads | writes` (the life-range table's marks), labels as `L:`."""
-    instrs, labels, pending = [], {}, []
-    for row in rows:
-        if row.endswith(":"):
-            pending.append(row[:-1])
-            continue
-        text, reads, writes = (row.split("|") + ["", ""])[:3]
-        text = text.strip()
-        m = re.match(r"(@!?U?P[T\d])\s+(.*)", text)
-        pred, body = (m.group(1), m.group(2)) if m else ("", text)
-        opcode, _, rest = body.partition(" ")
-        ins = Instr(index=len(instrs), offset=len(instrs) * WORD, text=text, pred=pred, opcode=opcode,
-                    operands=_split_operands(rest), word=bytes(WORD), reads=frozenset(reads.split()),
-                    writes=frozenset(writes.split()), labels=pending)
-        for lab in pending:
-            labels[lab] = ins.offset
-        pending = []
-        instrs.append(ins)
-    return Listing(kernel=name, instrs=instrs, blocks=[], labels=labels)
-
 
 def run(*rows: str, **functions: tuple[str, ...]) -> list[str]:
     return paramflow.check({"k": listing(*rows), **{f: listing(*r, name=f) for f, r in functions.items()}})

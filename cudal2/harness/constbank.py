@@ -13,12 +13,12 @@ Guarantees:
   index register (other than RZ/URZ), a read below the parameters outside DRIVER_WORDS (`%gridid`
   at 0x30 and the constant bank's address at 0xd0 among them), a read past the kernel's own
   parameters (their size from the cubin's CBANK_PARAM_SIZE record);
-- it fails closed: without nvdisasm, or with instructions it cannot place in a kernel, the
-  cubin is refused with the reason.
+- it fails closed: without nvdisasm, with a listing that disagrees with the cubin's bytes, or
+  with instructions it cannot place in a kernel, the cubin is refused with the reason.
 
-`violations` also runs `paramflow.violations`, which follows the one allowed word that is an
-address (0x198, the parameter bank's generic address) to its uses, on a second disassembly that
-carries nvdisasm's register life ranges (`cudal2.sass.disasm`).
+`violations` disassembles the cubin once (`cudal2.sass.disasm`) and also runs `paramflow.check`
+on that listing, which follows the one allowed word that is an address (0x198, the parameter
+bank's generic address) to its uses.
 
 Does not: follow what any other value read from an allowed word is used for.
 """
@@ -29,8 +29,9 @@ import re
 from pathlib import Path
 
 from cudal2.harness import paramflow
-from cudal2.sass import tools
+from cudal2.sass import disasm, tools
 from cudal2.sass.cubin import Cubin, CubinError
+from cudal2.sass.disasm import Listing
 
 PARAM_BASE = 0x210
 # Words below the parameters that ptxas reads for PTX's special registers and its own code (each
@@ -55,8 +56,6 @@ DRIVER_WORDS = {
 REFUSED_NAMES = {0x30: "%gridid", 0xD0: "the constant bank's address"}
 _ALLOWED = frozenset(b for off, (n, _) in DRIVER_WORDS.items() for b in range(off, off + n))
 
-_INSN = re.compile(r"/\*[0-9a-f]{4,}\*/\s*(.*?)\s*;")
-_KERNEL = re.compile(r"^\s*\.section\s+\.text\.([^,\s]+)")
 _CONST = re.compile(r"\bc\[(0x[0-9a-f]+)\]\[([^\]]*)\]")
 _WIDTH = {".64": 8, ".128": 16, ".U8": 1, ".S8": 1, ".U16": 2, ".S16": 2}
 _ZERO_REG = {"RZ", "URZ"}
@@ -92,23 +91,12 @@ def _offset(index: str) -> int | None:
     return off
 
 
-def reads(sass: str) -> list[tuple[str, str]]:
-    """(kernel, instruction) for every instruction that names constant memory; kernel '' when
-    the instruction comes before any kernel's section (refused by `check`)."""
-    out, kernel = [], ""
-    for line in sass.splitlines():
-        if m := _KERNEL.match(line):
-            kernel = m.group(1)
-            continue
-        if (m := _INSN.search(line)) and ("c[" in m.group(1) or "cx[" in m.group(1)):
-            out.append((kernel, m.group(1)))
-    return out
-
-
-def check(sass: str, params: dict[str, int]) -> list[str]:
-    """What the disassembly `sass` reads from constant memory that it may not, one line per kind."""
+def check(listings: dict[str, Listing], params: dict[str, int]) -> list[str]:
+    """What the disassembled cubin reads from constant memory that it may not, one line per kind."""
     bad: dict[str, str] = {}
-    for kernel, insn in reads(sass):
+    reads = [(kernel, i.text) for kernel, lst in listings.items() for i in lst.instrs
+             if "c[" in i.text or "cx[" in i.text]
+    for kernel, insn in reads:
         if kernel not in params:
             bad.setdefault("where", f"`{insn}` is in no kernel the cubin defines")
             continue
@@ -139,7 +127,7 @@ def violations(path: str | Path) -> list[str]:
     try:
         data = Path(path).read_bytes()
         params = param_sizes(data)
-        sass = tools.run("nvdisasm", ["-c", str(path)])
-    except (tools.ToolMissing, tools.ToolFailed, CubinError, OSError) as e:
+        listings = disasm.disassemble(data)
+    except (tools.ToolMissing, tools.ToolFailed, disasm.DisasmError, CubinError, OSError) as e:
         return [f"the machine code could not be checked ({str(e).splitlines()[0][:300]})"]
-    return check(sass, params) + paramflow.violations(data)
+    return check(listings, params) + paramflow.check(listings)
