@@ -52,7 +52,8 @@ def test_an_instruction_outside_every_kernel_is_refused():
 @pytest.mark.parametrize("name", ["y_param_name_from_comment.cu", "y_pragma_string_comment.cu", "z_gridid_parity.cu",
                                   "z_param_address_laundered.cu", "z_func_decl_in_body.cu",
                                   "z_string_escape_i2f_gridid.cu", "z_string_escape_nanosleep_gridid.cu",
-                                  "z_newline_string_stsm_gridid.cu", "z_newline_string_imma_gridid.cu"])
+                                  "z_newline_string_stsm_gridid.cu", "z_newline_string_imma_gridid.cu",
+                                  "zz_tma_coord_param_address.cu"])
 def test_the_machine_code_rule_stands_without_the_ptx_rules(tmp_path, monkeypatch, name):
     # Nine PTX-rule bypasses were found by spelling; with that layer off, the cubin is still refused
     # (the last six by following the parameter bank's address, `paramflow`).

@@ -136,6 +136,15 @@ def test_line_info_leaves_every_statement_checked():
         assert param_address_violations(head + loc + "\n\tld.param.u64 %rd1, [k_param_0+-320];\n}")
 
 
+def test_a_guard_written_with_spaces_hides_no_statement():
+    # ptxas reads `@ q` and `@ !q` as guards: a pattern that wanted `@q` took the `@` for the opcode,
+    # and the cvta.param behind it went unseen (fifteenth review)
+    from cudal2.harness.cubin import param_address_violations
+    head = ".entry k(.param .u64 k_param_0)\n{\n.reg .pred q;\n.reg .b64 %rd<3>;\n"
+    for guard in ("@ q", "@ !q", "@! q"):
+        assert param_address_violations(head + f"\t{guard} cvta.param.u64 %rd1, %rd2;\n}}"), guard
+
+
 def test_parameter_rules_pass_reads_inside_a_parameter_and_tma_descriptors():
     from cudal2.harness.cubin import param_address_violations
     ptx = """

@@ -305,3 +305,14 @@ def test_a_use_on_the_converged_path_after_bra_div_is_seen():
     # BRA.DIV jumps only when the warp is diverged: the fall-through is ptxas's fast path
     # (fourteenth review: it was treated as an unconditional branch, and its fall-through unchecked)
     assert run(ULDC, "VOTEU.ANY UR6, UPT, PT | | UR6", "BRA.DIV UR6, `(.L_x_2) | UR6", MOVE, LOAD, ".L_x_2:", EXIT)
+
+
+@pytest.mark.parametrize("arith", ["UIADD3 UR6, UR4, UR4, URZ | UR4 | UR6",      # doubled: its bits shift up
+                                   "UIADD3 UR6, -UR4, 0x10, URZ | UR4 | UR6",    # negated
+                                   "IMAD R2, R3, 0x2, RZ | R3 | R2"])            # scaled
+def test_arithmetic_on_the_address_is_refused_even_into_a_tma_coordinate(arith):
+    # the fifteenth review doubled the address 23 times (every source held it, so each add passed
+    # as a move) and handed the result to a TMA load as a coordinate: one bit per launch
+    rows = (ULDC, "MOV R3, UR4 | UR4 | R3", arith, "R2UR UR6, R2 | R2 | UR6", "UTMALDG.2D [UR8], [UR6] | UR6 UR8 |", EXIT)
+    bad = run(*rows)
+    assert bad and arith.split("|")[0].strip() in bad[0], bad

@@ -244,7 +244,7 @@ def _bodies(ptx: str) -> tuple[list[str], str]:
 
 
 _NAME = re.compile(r"%?[A-Za-z_$][\w$]*")
-_GUARD = re.compile(r"^(?:[{}]\s*|[\w$]+:(?!:)\s*|@!?%?[\w$]+\s+)*")   # scope braces, labels, guards
+_GUARD = re.compile(r"^(?:[{}]\s*|[\w$]+:(?!:)\s*|@\s*!?\s*%?[\w$]+\s+)*")   # scope braces, labels, guards (ptxas allows `@ !q`)
 
 
 def _statements(body: str) -> list[tuple[str, list[str], str]]:

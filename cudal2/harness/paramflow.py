@@ -14,10 +14,11 @@ one `nvdisasm -c -hex -plr -lrm narrow` run, each word checked against the cubin
 - any use of a register or predicate (vector or uniform) that may hold that address, or a value
   computed from it, on some path (a may-taint analysis over the control-flow graph of all the
   cubin's functions, calls and returns included, to a fixpoint), other than
-  - by a move or an add whose every register source may hold it too (`MOV`, `UMOV`, `IADD3`,
-    `UIADD3`, `IMAD` as ptxas uses it to move and carry, `R2UR`), with no constant-bank operand:
-    what offsets the address by constants to a descriptor and moves it between the register
-    files; their results are followed too;
+  - by a move or an add of constants (`MOV`, `UMOV`, `IADD3`, `UIADD3`, `IMAD` with a zero
+    product as ptxas uses it to move and carry, `R2UR`): one register source at most, spelled
+    plainly, that may hold it, and no constant-bank operand; what offsets the address by
+    constants to a descriptor and moves it between the register files; their results are
+    followed too (adding it to itself, negating or scaling it is a use);
   - by a TMA instruction (`UTMALDG`, `UTMASTG`, `UTMAREDG`, `UTMAPF`, `UTMACCTL`) inside its
     brackets: the descriptor's address, or a shared address or coordinates, where ptxas reuses a
     register that a guarded write may have left holding the address;
@@ -50,8 +51,9 @@ Does not:
   operands) give away when they hold the address: ptxas leaves registers there that may hold it
   on some path (refusing those would refuse 52 of the 305 honest sm90raw points of the eleventh
   review);
-- tell "may hold" from "holds": an add is a move when every register source may hold the
-  address, though on some path one of them may hold something else (its result is followed);
+- tell "may hold" from "holds": a move or constant add of a register that may hold the address
+  is a move of it, though on some path the register may hold something else (its result is
+  followed);
 - see registers the table leaves out (RZ/PT, special and barrier registers): only the opcodes
   above may touch a value that may hold the address, and none of them writes those;
 - correlate guards beyond a guarded write's clearing what the same guard let in (a use under
@@ -225,11 +227,27 @@ def _bare(s: _Step) -> set[str]:
     return outside
 
 
+_GPR = re.compile(r"(?<![\w.])([-~]?)(U?R\d+)(?![\w])")
+
+
+def _moves(s: _Step) -> bool:
+    """A move or a constant offset, not arithmetic on the value: its sources (the operands after
+    the first) spell one register at most, plainly (no `-`/`~`), and an `IMAD` multiplies by a
+    zero register. `UIADD3 UR4, UR4, UR4, URZ` doubles the address (every source holds it, yet
+    23 of them shift its bits into a TMA coordinate: the fifteenth review); `IMAD R2, R3, 0x2, RZ`
+    scales it."""
+    sources = s.ins.operands[1:]
+    regs = [m for op in sources for m in _GPR.finditer(op)]
+    if len(regs) > 1 or any(m.group(1) for m in regs):
+        return False
+    return s.base != "IMAD" or any(op in ("RZ", "URZ") for op in sources[:2])
+
+
 def _use_allowed(s: _Step, tainted: set[str]) -> bool:
     if s.guard in tainted:
         return False
     if s.base in _PROPAGATE:   # moved or offset by constants only: every register source holds it
-        return s.sources() <= tainted and "c[" not in s.text
+        return s.sources() <= tainted and "c[" not in s.text and _moves(s)
     if s.base in _TMA:
         return not (_bare(s) & tainted)
     return False
