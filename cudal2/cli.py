@@ -288,7 +288,9 @@ def library_bench(root: Optional[Path] = LibOpt, arch: Optional[str] = ArchOpt, 
                                                         "shapes file, as for generate), entry or not: e.g. "
                                                         "eval/dev_shapes.json."),
                   update: bool = typer.Option(False, "--update", help="Write the measured speedups into the manifest: "
-                                              "dispatch serves only entries that win there.")) -> None:
+                                              "dispatch serves only entries that win there."),
+                  cupy: bool = typer.Option(False, "--cupy", help="Also cudal2.matmul on cupy arrays against "
+                                            "cupy.matmul (eager, graph where cupy can capture, flushed).")) -> None:
     """The product path: `cudal2.linear` against F.linear in a fresh process, eager, CUDA graph and a
     single flushed call, paired rounds, geomeans per size band (`--kernel`: the harness's view)."""
     lib = open_library(root, arch)
@@ -312,13 +314,15 @@ def library_bench(root: Optional[Path] = LibOpt, arch: Optional[str] = ArchOpt, 
         dest = json_out or Path(tempfile.mkdtemp()) / "product.jsonl"
         cmd = [sys.executable, "-m", "cudal2.library.product_bench", str(lib.folder), str(dest),
                *(["--served"] if served else []), *(["--limit", str(limit)] if limit else []),
-               *(["--shapes", str(shapes)] if shapes else [])]
+               *(["--shapes", str(shapes)] if shapes else []), *(["--cupy"] if cupy else [])]
         if subprocess.run(cmd).returncode != 0:   # a fresh process: what a new user's first run sees
             fail("the product bench failed (see above)")
         lines = [json.loads(x) for x in dest.read_text().splitlines() if x.strip()]
         rows = [r for r in lines if "band" in r]
         from cudal2.report import product_table
-        out.print(product_table(rows, pb.geomeans(rows), next((r for r in lines if r.get("summary")), {})))
+        summary = next((r for r in lines if r.get("summary")), {})
+        for api in ("torch", "cupy") if cupy else ("torch",):
+            out.print(product_table(rows, pb.geomeans(rows, api), summary, api))
         n = pb.record(lib.folder, rows) if update and not served else 0
     if update:
         from cudal2.library import Library

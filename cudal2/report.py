@@ -113,16 +113,21 @@ def bench_table(results: list[EvalResult]) -> Table:
     return t
 
 
-def product_table(rows: list[dict], geo: dict, summary: dict) -> Table:
-    """The product-path bench: per shape t_F.linear / t_cudal2.linear in each mode (>1: the library is
-    faster), whether the library's kernel ran, then geomeans per size band."""
-    t = Table(title=f"cudal2.linear vs F.linear on {summary.get('gpu', '?')} (first call "
+def product_table(rows: list[dict], geo: dict, summary: dict, api: str = "torch") -> Table:
+    """The product-path bench: per shape t_vendor / t_library in each mode (>1: the library is
+    faster), whether the library's kernel ran, then geomeans per size band; `api` picks the rows
+    (torch: cudal2.linear vs F.linear; cupy: cudal2.matmul vs cupy.matmul). A mode not measured is -."""
+    what = "cudal2.matmul vs cupy.matmul" if api == "cupy" else "cudal2.linear vs F.linear"
+    t = Table(title=f"{what} on {summary.get('gpu', '?')} (first call "
                     f"{summary.get('first_call_ms', float('nan')):.1f} ms)")
     for c in ("shape", "kernel ran", "eager", "graph", "flushed"):
         t.add_column(c, justify="right")
+    cell = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731
     for r in rows:
+        if r.get("api", "torch") != api:
+            continue
         t.add_row(f"{r['M']}x{r['N']}x{r['K']}", "yes" if r["kernel_ran"] else "[yellow]vendor[/]",
-                  *(f"{r[m]:.3f}" for m in ("eager", "graph", "flushed")))
+                  *(cell(r.get(m)) for m in ("eager", "graph", "flushed")))
     for name, g in geo.items():
-        t.add_row(f"[bold]geomean {name}[/] ({g['shapes']})", "", *(f"[bold]{g[m]:.3f}[/]" for m in ("eager", "graph", "flushed")))
+        t.add_row(f"[bold]geomean {name}[/] ({g['shapes']})", "", *(f"[bold]{cell(g.get(m))}[/]" for m in ("eager", "graph", "flushed")))
     return t

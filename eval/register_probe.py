@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
+import tempfile
 from pathlib import Path
 
 import cupy as cp
@@ -30,10 +32,14 @@ SRC = Path(__file__).resolve().parent.parent / "tests" / "kernels" / "probe" / "
 def main(out: Path, trials: int, leave_bounds: str) -> None:
     dev = cp.cuda.Device()
     sms = dev.attributes["MultiProcessorCount"]
-    mod = cp.RawModule(code=SRC.read_text(), options=("-std=c++17", f"-DLEAVE_BOUNDS={leave_bounds}"))
-    leave, peek = mod.get_function("leave"), mod.get_function("peek")
     threads = int(leave_bounds.split(",")[0])
     blocks_per_sm = int(leave_bounds.split(",")[1]) if "," in leave_bounds else 1
+    # nvcc, not cupy's NVRTC: wgmma needs the sm_90a target, which cupy's compile does not ask for.
+    cubin = Path(tempfile.mkdtemp()) / "register_peek.cubin"
+    subprocess.run(["nvcc", "-arch=sm_90a", "-cubin", "-O3", "-std=c++17", f"-DLEAVE_THREADS={threads}", f"-DLEAVE_BLOCKS={blocks_per_sm}",
+                    "-o", str(cubin), str(SRC)], check=True)
+    mod = cp.RawModule(path=str(cubin))
+    leave, peek = mod.get_function("leave"), mod.get_function("peek")
     peek_blocks = 16 * sms          # 128-thread warpgroups: as many as fit, over every SM
     buf = cp.empty(peek_blocks * 128 * 16, dtype=cp.uint32)
     rows = []

@@ -36,3 +36,19 @@ def test_geomeans_are_per_band_and_overall():
             {"band": "below 2^30", "eager": 0.5, "graph": 1.0, "flushed": 1.0}]
     g = pb.geomeans(rows)
     assert abs(g["below 2^30"]["eager"] - 1.0) < 1e-12 and g["all"]["shapes"] == 2
+
+
+def test_geomeans_keep_the_apis_apart_and_skip_a_mode_not_measured():
+    rows = [{"band": "below 2^30", "eager": 2.0, "graph": 2.0, "flushed": 2.0},
+            {"api": "cupy", "band": "below 2^30", "eager": 0.5, "graph": None, "flushed": 0.5}]
+    torch_g, cupy_g = pb.geomeans(rows)["all"], pb.geomeans(rows, "cupy")["all"]
+    assert torch_g["eager"] == 2.0 and torch_g["shapes"] == 1
+    assert cupy_g["eager"] == 0.5 and "graph" not in cupy_g
+
+
+def test_record_ignores_cupy_rows(tmp_path):
+    folder = tmp_path / "sm90"
+    shutil.copytree(LIB, folder)
+    a = manifest.read(folder)[0]
+    rows = [{"id": a.id, "api": "cupy", "kernel_ran": True, "agree": True, "eager": 9.0, "graph": 9.0, "flushed": 9.0}]
+    assert pb.record(folder, rows) == 0

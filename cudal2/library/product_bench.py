@@ -46,66 +46,198 @@ def _paired(ours, theirs, rounds: int, run_one) -> float:
     return statistics.median(ratios)
 
 
-def _events_ms(torch, work) -> float:
-    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    e0.record()
-    work()
-    e1.record()
-    e1.synchronize()
-    return e0.elapsed_time(e1)
+class TorchClock:
+    """Events, flush and graphs on torch's current stream."""
+
+    def __init__(self, torch, flush):
+        self.t, self.flush = torch, flush
+
+    def time(self, work) -> float:
+        e0, e1 = self.t.cuda.Event(enable_timing=True), self.t.cuda.Event(enable_timing=True)
+        e0.record()
+        work()
+        e1.record()
+        e1.synchronize()
+        return e0.elapsed_time(e1)
+
+    def idle_cold(self) -> None:
+        self.flush.zero_()          # the L2 holds none of the next call's data
+        self.t.cuda.synchronize()   # the GPU goes idle...
+        time.sleep(1e-5)            # ...for a while, as between requests
+
+    def graph(self, work):
+        torch = self.t
+        g = torch.cuda.CUDAGraph()
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            work()
+        torch.cuda.current_stream().wait_stream(s)
+        with torch.cuda.graph(g):
+            work()
+        return g.replay
+
+
+class CupyClock:
+    """The same on cupy's current stream (cupy.cuda.Event, a cupy stream capture)."""
+
+    def __init__(self, cp, flush):
+        self.cp, self.flush = cp, flush
+
+    def time(self, work) -> float:
+        cp = self.cp
+        e0, e1 = cp.cuda.Event(), cp.cuda.Event()
+        e0.record()
+        work()
+        e1.record()
+        e1.synchronize()
+        return cp.cuda.get_elapsed_time(e0, e1)
+
+    def idle_cold(self) -> None:
+        self.flush.fill(0)
+        self.cp.cuda.Device().synchronize()
+        time.sleep(1e-5)
+
+    def graph(self, work):
+        cp = self.cp
+        s = cp.cuda.Stream(non_blocking=True)
+        with s:
+            work()                  # warm-up outside the capture (allocator, handles)
+            s.synchronize()
+            s.begin_capture()
+            try:
+                work()
+            finally:
+                g = s.end_capture()
+        return lambda: g.launch(cp.cuda.get_current_stream())
+
+
+def modes(clock, ours, theirs, rounds: int, calls: int, use=None) -> dict:
+    """The three modes as paired ratios t(theirs) / t(ours): eager (`calls` back-to-back calls),
+    graph (the same calls captured once each and replayed), flushed (one call after an L2 flush
+    and an idle GPU; 3x the rounds, since one call is noisier). `use(f)`, when given, runs before
+    every use of caller f and outside its timing (e.g. making f's library the dispatcher's). A
+    caller that cannot be captured (cupy's cuBLAS in some versions) gives `graph` None and the
+    reason in `graph_error`."""
+    use = use or (lambda f: None)
+
+    def timed(run_one):
+        def one(f):
+            use(f)
+            return run_one(f)
+        return one
+
+    many = lambda f: [f() for _ in range(calls)]  # noqa: E731
+    row = {"eager": _paired(ours, theirs, rounds, timed(lambda f: clock.time(lambda: many(f))))}
+    try:
+        graphs = {}
+        for f in (ours, theirs):
+            use(f)
+            graphs[id(f)] = clock.graph(lambda f=f: many(f))
+        row["graph"] = _paired(ours, theirs, rounds, timed(lambda f: clock.time(graphs[id(f)])))
+    except Exception as err:  # noqa: BLE001  recorded: the mode is missing, not the shape
+        row["graph"], row["graph_error"] = None, f"{type(err).__name__}: {err}".splitlines()[0]
+
+    def flushed(f):
+        clock.idle_cold()
+        return clock.time(f)
+
+    row["flushed"] = _paired(ours, theirs, 3 * rounds, timed(flushed))
+    return row
+
+
+def _inputs(M: int, N: int, K: int, randn):
+    """Gaussian operands (never zeros), seeded by the shape."""
+    return randn((M, K), M * 1_000_003 + N * 1009 + K), randn((N, K), M * 1_000_003 + N * 1009 + K + 1)
+
+
+def _agreement(err: float, scale: float) -> dict:
+    return {"max_abs_diff": err, "agree": err <= 2e-2 * (scale or 1.0) + 1e-2}
 
 
 def measure_shape(torch, lib, M: int, N: int, K: int, rounds: int, calls: int, flush) -> dict:
+    """`cudal2.linear` against F.linear at one shape, torch tensors."""
     import cudal2
     F = torch.nn.functional
-    gen = torch.Generator(device="cuda").manual_seed(M * 1_000_003 + N * 1009 + K)
-    A = torch.randn(M, K, device="cuda", dtype=torch.float16, generator=gen)
-    W = torch.randn(N, K, device="cuda", dtype=torch.float16, generator=gen)
+
+    def randn(shape, seed):
+        gen = torch.Generator(device="cuda").manual_seed(seed)
+        return torch.randn(*shape, device="cuda", dtype=torch.float16, generator=gen)
+
+    A, W = _inputs(M, N, K, randn)
     ours = lambda: cudal2.linear(A, W)  # noqa: E731  the public API
     theirs = lambda: F.linear(A, W)     # noqa: E731
     before = lib.stats()["hits"]
     got, want = ours(), theirs()
     torch.cuda.synchronize()
     hit = sum(lib.stats()["hits"].values()) > sum(before.values())
-    err = float((got.float() - want.float()).abs().max())
-    scale = float(want.float().abs().max()) or 1.0
-    row = {"M": M, "N": N, "K": K, "band": band(M, N, K), "kernel_ran": hit, "max_abs_diff": err,
-           "agree": err <= 2e-2 * scale + 1e-2}
+    err, scale = float((got.float() - want.float()).abs().max()), float(want.float().abs().max())
+    row = {"M": M, "N": N, "K": K, "band": band(M, N, K), "kernel_ran": hit, **_agreement(err, scale)}
     for _ in range(3):   # warm-up, both
         ours(), theirs()
+    return {**row, **modes(TorchClock(torch, flush), ours, theirs, rounds, calls)}
 
-    def eager(f):
-        return _events_ms(torch, lambda: [f() for _ in range(calls)])
 
-    row["eager"] = _paired(ours, theirs, rounds, eager)
-    graphs = {}
-    for f in (ours, theirs):
-        g = torch.cuda.CUDAGraph()
-        s = torch.cuda.Stream()
-        s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):
+def measure_shape_cupy(cp, lib, M: int, N: int, K: int, rounds: int, calls: int, flush) -> dict:
+    """`cudal2.matmul` on cupy arrays against `cupy.matmul(A, B.T)` at one shape."""
+    import cudal2
+
+    def randn(shape, seed):
+        return cp.random.default_rng(seed).standard_normal(shape, dtype=cp.float32).astype(cp.float16)
+
+    A, B = _inputs(M, N, K, randn)
+    ours = lambda: cudal2.matmul(A, B)     # noqa: E731  the public API, cupy in and out
+    theirs = lambda: cp.matmul(A, B.T)     # noqa: E731
+    before = lib.stats()["hits"]
+    got, want = ours(), theirs()
+    cp.cuda.Device().synchronize()
+    hit = sum(lib.stats()["hits"].values()) > sum(before.values())
+    g32, w32 = got.astype(cp.float32), want.astype(cp.float32)
+    err, scale = float(cp.abs(g32 - w32).max()), float(cp.abs(w32).max())
+    row = {"api": "cupy", "M": M, "N": N, "K": K, "band": band(M, N, K), "kernel_ran": hit, **_agreement(err, scale)}
+    for _ in range(3):
+        ours(), theirs()
+    return {**row, **modes(CupyClock(cp, flush), ours, theirs, rounds, calls)}
+
+
+def compare_libraries(torch, a, b, M: int, N: int, K: int, rounds: int, calls: int, flush) -> dict:
+    """Library `b` against library `a` at one shape through `Library.linear` (the compiled
+    dispatcher): ratios t(a) / t(b), each library made the dispatcher's before each use (outside
+    the timing; a warm call registers its entry first). For a reordered cubin (b) against the
+    shipped one (a), both libraries serving every entry."""
+    def randn(shape, seed):
+        gen = torch.Generator(device="cuda").manual_seed(seed)
+        return torch.randn(*shape, device="cuda", dtype=torch.float16, generator=gen)
+
+    A, W = _inputs(M, N, K, randn)
+    fa = lambda: a.linear(A, W)  # noqa: E731
+    fb = lambda: b.linear(A, W)  # noqa: E731
+    owner = {id(fa): a, id(fb): b}
+    active = [None]
+
+    def use(f):
+        if active[0] is not owner[id(f)]:
+            active[0] = owner[id(f)]
+            active[0].compiled()
             f()
-        torch.cuda.current_stream().wait_stream(s)
-        with torch.cuda.graph(g):
-            for _ in range(calls):
-                f()
-        graphs[id(f)] = g
-    row["graph"] = _paired(ours, theirs, rounds, lambda f: _events_ms(torch, graphs[id(f)].replay))
+            torch.cuda.synchronize()
 
-    def flushed(f):
-        flush.zero_()               # the L2 holds none of this call's data
-        torch.cuda.synchronize()    # the GPU goes idle...
-        time.sleep(1e-5)            # ...for a while, as between requests
-        return _events_ms(torch, f)
-
-    row["flushed"] = _paired(ours, theirs, 3 * rounds, flushed)
-    return row
+    outs = []
+    for f in (fa, fb):
+        use(f)
+        outs.append(f())
+    torch.cuda.synchronize()
+    hits = {lib.folder.name: sum(lib.stats()["hits"].values()) for lib in (a, b)}
+    row = {"M": M, "N": N, "K": K, "band": band(M, N, K), "hits": hits,
+           "bit_identical": bool(torch.equal(outs[0], outs[1]))}
+    return {**row, **modes(TorchClock(torch, flush), fb, fa, rounds, calls, use)}
 
 
 def run(folder: Path, out: Path, rounds: int = 15, calls: int = 50, limit: int = 0,
-        serve_all: bool = True, shapes: list[tuple[int, int, int]] = ()) -> list[dict]:
+        serve_all: bool = True, shapes: list[tuple[int, int, int]] = (), cupy: bool = False) -> list[dict]:
     """Measure every entry's shape of `folder` (the first `limit`, if given), then each of `shapes`
-    no entry has; JSON lines to `out` (an entry's row carries its `id`)."""
+    no entry has; JSON lines to `out` (an entry's row carries its `id`). With `cupy`, each shape
+    also gets a row (`"api": "cupy"`) for `cudal2.matmul` on cupy arrays against `cupy.matmul`."""
     t_start = time.perf_counter()
     import torch
 
@@ -137,15 +269,22 @@ def run(folder: Path, out: Path, rounds: int = 15, calls: int = 50, limit: int =
     todo += [(None, *s) for s in dict.fromkeys(tuple(s) for s in shapes) if s not in have]
     if lib.compiled() is None:
         raise LibraryError("cudal2: the compiled dispatcher is not built; run `cudal2 library build` first")
-    flush = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size, dtype=torch.uint8, device="cuda")
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    flush = torch.empty(2 * l2, dtype=torch.uint8, device="cuda")
+    if cupy:
+        import cupy as cp
+        cflush = cp.empty(2 * l2, dtype=cp.uint8)
     rows = []
     out.write_text("")
     from rich.progress import track
     for eid, M, N, K in track(todo, description="product bench"):
-        row = {**({"id": eid} if eid else {}), **measure_shape(torch, lib, M, N, K, rounds, calls, flush)}
-        rows.append(row)
+        tag = {"id": eid} if eid else {}
+        new = [{**tag, **measure_shape(torch, lib, M, N, K, rounds, calls, flush)}]
+        if cupy:
+            new.append({**tag, **measure_shape_cupy(cp, lib, M, N, K, rounds, calls, cflush)})
+        rows += new
         with out.open("a") as f:
-            f.write(json.dumps(row) + "\n")
+            f.writelines(json.dumps(row) + "\n" for row in new)
     summary = {"summary": True, "serve_all": serve_all, "served": len(lib.served), "first_call_ms": first_ms,
                "first_call_parts_ms": first, "process_s": time.perf_counter() - t_start,
                "gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "stats": lib.stats(),
@@ -155,13 +294,16 @@ def run(folder: Path, out: Path, rounds: int = 15, calls: int = 50, limit: int =
     return rows
 
 
-def geomeans(rows: list[dict]) -> dict[str, dict[str, float]]:
-    """Geomean of the ratios per band and overall, per mode, with the number of shapes."""
+def geomeans(rows: list[dict], api: str = "torch") -> dict[str, dict[str, float]]:
+    """Geomean of the ratios per band and overall, per mode, with the number of shapes, over the
+    rows of one API (torch rows carry no `api`); a mode no row measured (None) is left out."""
     out: dict[str, dict[str, float]] = {}
+    mine = [r for r in rows if r.get("api", "torch") == api]
     for name in [b[2] for b in BANDS] + ["all"]:
-        sel = [r for r in rows if name == "all" or r["band"] == name]
+        sel = [r for r in mine if name == "all" or r["band"] == name]
         if sel:
-            out[name] = {m: math.exp(sum(math.log(r[m]) for r in sel) / len(sel)) for m in ("eager", "graph", "flushed")}
+            out[name] = {m: math.exp(sum(math.log(r[m]) for r in sel) / len(sel))
+                         for m in ("eager", "graph", "flushed") if all(r.get(m) is not None for r in sel)}
             out[name]["shapes"] = len(sel)
     return out
 
@@ -172,7 +314,7 @@ def record(folder: Path, rows: list[dict]) -> int:
     from cudal2.library import manifest
     return manifest.record_bench(folder, {r["id"]: {"kind": "product", "speedup": (
         {m: r[m] for m in ("eager", "graph", "flushed")} if r["kernel_ran"] and r["agree"] else {})}
-        for r in rows if "id" in r})
+        for r in rows if "id" in r and r.get("api", "torch") == "torch"})
 
 
 if __name__ == "__main__":
@@ -185,7 +327,8 @@ if __name__ == "__main__":
     ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--served", action="store_true", help="serve what the manifest serves (default: every entry)")
     ap.add_argument("--shapes", type=Path, help="a shapes file (cudal2 generate --shapes): measure these too")
+    ap.add_argument("--cupy", action="store_true", help="also cudal2.matmul on cupy arrays against cupy.matmul")
     a = ap.parse_args()
     from cudal2.problem import load_shapes
     extra = [(p.M, p.N, p.K) for p in load_shapes(a.shapes)] if a.shapes else []
-    run(a.folder, a.out, a.rounds, a.calls, a.limit, serve_all=not a.served, shapes=extra)
+    run(a.folder, a.out, a.rounds, a.calls, a.limit, serve_all=not a.served, shapes=extra, cupy=a.cupy)

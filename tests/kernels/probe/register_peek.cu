@@ -6,8 +6,12 @@
 // instruction of `peek` wrote.
 #include <cuda_fp16.h>
 
-#ifndef LEAVE_BOUNDS
-#define LEAVE_BOUNDS 1024, 2
+// Two macros, not one "1024, 2": nvcc's -D splits its value at commas.
+#ifndef LEAVE_THREADS
+#define LEAVE_THREADS 1024
+#endif
+#ifndef LEAVE_BLOCKS
+#define LEAVE_BLOCKS 2
 #endif
 #ifndef REG_WORDS
 #define REG_WORDS 30
@@ -23,7 +27,7 @@ __device__ __forceinline__ unsigned long long mix(unsigned long long z) {
 // The register scrub's shape (guards.cudal2_scrub_regs): REG_WORDS values, none foldable, all
 // candidates of one select at the end, so ptxas gives them distinct registers (R0..R29 at 32).
 // Each holds the marker's high half over a low half that varies by thread and word.
-extern "C" __global__ void __launch_bounds__(LEAVE_BOUNDS) leave(unsigned marker, unsigned* sink) {
+extern "C" __global__ void __launch_bounds__(LEAVE_THREADS, LEAVE_BLOCKS) leave(unsigned marker, unsigned* sink) {
     volatile unsigned frame[REG_WORDS];
     const unsigned long long t = ((unsigned long long)blockIdx.x << 10) | threadIdx.x;
     for (int i = 0; i < REG_WORDS; ++i) frame[i] = (marker & 0xFFFF0000u) | ((unsigned)mix((t << 8) ^ i) & 0xFFFFu);
