@@ -2,10 +2,12 @@
 stop it? (The register channel left open in guards.Scrubber's docstring.)
 
 `leave` (tests/kernels/probe/register_peek.cu) fills every thread slot's registers with words whose
-high half is a marker, in one full wave at 32 registers a thread (or another allotment with
+high half and low byte are a marker, in one full wave at 32 registers a thread (or another allotment with
 --leave-bounds); `peek` then reads accumulators it never wrote through wgmma with scale-d on over
 zero operands, in as many warpgroups as fit. Per trial and per case, the number of peeked words that
-carry the marker: `none` (leave, then peek), `scrub` (leave, guards.scrub, peek), and `control`
+carry the marker (24 bits: a random word matches once in 2^24, `chance_per_trial`; a 16-bit marker
+matched scrubbed words by chance ~40 times a trial): `none` (leave, then peek), `scrub` (leave,
+guards.scrub, peek), and `control`
 (peek with scale-d off: it must find none, since D = 0 then).
 
   python eval/register_probe.py --out FILE.json [--trials 10] [--leave-bounds "1024, 2"]
@@ -26,6 +28,7 @@ import numpy as np
 
 from cudal2.harness import guards
 
+MARK_MASK = 0xFFFF00FF   # the bits leave's words share (its middle byte varies by thread and word)
 SRC = Path(__file__).resolve().parent.parent / "tests" / "kernels" / "probe" / "register_peek.cu"
 
 
@@ -44,7 +47,7 @@ def main(out: Path, trials: int, leave_bounds: str) -> None:
     buf = cp.empty(peek_blocks * 128 * 16, dtype=cp.uint32)
     rows = []
     for t in range(trials):
-        marker = np.uint32(((0xA5C3 + 7 * t) & 0xFFFF) << 16)
+        marker = np.uint32(((0xA5C3 + 7 * t) & 0xFFFF) << 16 | 0x5A)
         row = {"trial": t, "marker": hex(int(marker))}
         for case in ("none", "scrub", "control"):
             buf.fill(0)
@@ -53,11 +56,11 @@ def main(out: Path, trials: int, leave_bounds: str) -> None:
                 guards.scrub()
             peek((peek_blocks,), (128,), (np.uint32(0 if case == "control" else 1), buf))
             cp.cuda.runtime.deviceSynchronize()
-            row[case] = int(((buf >> 16) == (int(marker) >> 16)).sum())
+            row[case] = int(((buf & MARK_MASK) == int(marker)).sum())
         rows.append(row)
         print(row, flush=True)
     summary = {"device": cp.cuda.runtime.getDeviceProperties(0)["name"].decode(), "leave_bounds": leave_bounds,
-               "words_peeked": int(buf.size), "rows": rows,
+               "words_peeked": int(buf.size), "chance_per_trial": buf.size / 2**24, "rows": rows,
                "total": {c: sum(r[c] for r in rows) for c in ("none", "scrub", "control")}}
     out.write_text(json.dumps(summary, indent=1))
     print(json.dumps(summary["total"]))

@@ -8,13 +8,21 @@ This prints, per launch, param - local and param - shared for two kernels with d
 parameter lists (a constant distance is a hole: tests/kernels/probe/window_offset_gridid.cu then
 needs it filled in, and must fail).
 
-  python eval/window_probe.py --out FILE.json [--launches 8]
+  python eval/window_probe.py --out FILE.json [--launches 8] [--processes 6] [--perturb]
+
+First run (2026-11-23, H100): within a process the distance takes 8 values (the bank is a ring of
+8 slots 64 KiB apart that launches cycle through); across 3 processes, two shared one local
+distance and all three differed from the shared window.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import mmap
+import secrets
+import subprocess
+import sys
 from pathlib import Path
 
 import cupy as cp
@@ -38,7 +46,7 @@ extern "C" __global__ void large(u64 x0, u64 x1, u64 x2, u64 x3, const __grid_co
 """
 
 
-def main(out: Path, launches: int) -> None:
+def probe(launches: int) -> list[dict]:
     mod = cp.RawModule(code=SRC, options=("-std=c++17",))
     rows = []
     buf = cp.zeros(3, dtype=cp.uint64)
@@ -50,15 +58,44 @@ def main(out: Path, launches: int) -> None:
             p, lo, sh = (int(x) for x in buf.get())
             rows.append({"kernel": name, "launch": i, "param": hex(p), "param_minus_local": p - lo,
                          "param_minus_shared": p - sh})
-            print(rows[-1], flush=True)
+    return rows
+
+
+def reserve_random() -> mmap.mmap:
+    """A PROT_NONE anonymous mapping of random size (0-4 GiB in 64 KiB steps) made before CUDA
+    starts: does it move the driver's mappings relative to each other? (the worker could do this)"""
+    size = (secrets.randbelow(1 << 16) + 1) << 16
+    # prot 0 is PROT_NONE (the mmap module names only READ/WRITE/EXEC): address space, no memory
+    return mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, prot=0)
+
+
+def main(out: Path, launches: int, processes: int, perturb: bool) -> None:
+    per = []
+    for _ in range(processes):
+        cmd = [sys.executable, __file__, "--child", "--launches", str(launches), *(["--perturb"] if perturb else [])]
+        per.append(json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.splitlines()[-1]))
+    summary = {}
     for key in ("param_minus_local", "param_minus_shared"):
-        print(key, "distinct values:", len({r[key] for r in rows}))
-    out.write_text(json.dumps(rows, indent=1))
+        within = [len({r[key] for r in rows}) for rows in per]
+        bases = [min(r[key] for r in rows) for rows in per]   # the ring's first slot, per process
+        summary[key] = {"distinct_within_each_process": within, "base_per_process": bases,
+                        "distinct_bases": len(set(bases)),
+                        "most_common_base_share": max(bases.count(b) for b in bases) / len(bases)}
+        print(key, json.dumps(summary[key]))
+    out.write_text(json.dumps({"processes": processes, "launches": launches, "perturb": perturb,
+                               "summary": summary, "rows": per}, indent=1))
 
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
-    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--out", type=Path)
     ap.add_argument("--launches", type=int, default=8)
+    ap.add_argument("--processes", type=int, default=6, help="fresh processes, one CUDA context each")
+    ap.add_argument("--perturb", action="store_true", help="each process first reserves a random-size address range")
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
-    main(a.out, a.launches)
+    if a.child:
+        keep = reserve_random() if a.perturb else None
+        print(json.dumps(probe(a.launches)))
+    else:
+        main(a.out, a.launches, a.processes, a.perturb)

@@ -59,6 +59,24 @@ def test_a_served_shape_runs_its_kernel_in_cpp(lib):
     assert delta(lib, before, "hits") == {e.id: 1} and delta(lib, before, "fallbacks") == {}
 
 
+def test_a_cupy_call_runs_the_served_kernel_in_cpp_and_an_unserved_one_fills_the_same_output(lib):
+    import cupy as cp
+    e = next(e for e in lib.served if e.binary and not e.spec.get("workspace"))
+    A = cp.random.standard_normal((e.M, e.K), dtype=cp.float32).astype(cp.float16)
+    B = cp.random.standard_normal((e.N, e.K), dtype=cp.float32).astype(cp.float16)
+    lib.compiled()   # this library is the dispatcher's (another test may have made its own so)
+    c_before = lib._ext.stats()[0].get(e.id, 0)
+    C = lib.matmul(A, B)
+    ref = A.astype(cp.float32) @ B.astype(cp.float32).T
+    assert float(cp.abs(C.astype(cp.float32) - ref).max()) < 0.05 * float(cp.abs(ref).max()) + 0.05
+    assert lib._ext.stats()[0].get(e.id, 0) == c_before + 1   # counted in C++: the Python path did not run it
+    before = lib.stats()
+    A2 = A[:, :-8].copy()    # K - 8: no entry
+    C2 = lib.matmul(A2, B[:, :-8].copy())
+    assert float(cp.abs(C2.astype(cp.float32) - A2.astype(cp.float32) @ B[:, :-8].astype(cp.float32).T).max()) < 1.0
+    assert delta(lib, before, "fallbacks") == {"no_entry": 1}
+
+
 def test_leading_dimensions_reach_the_same_kernel(lib):
     import torch
     e = next(e for e in lib.served if e.binary and e.M % 2 == 0)

@@ -20,6 +20,9 @@
 // - `front` raises the library's InputError (one line) for host tensors, a dtype other than fp16
 //   or shapes that do not multiply, makes a strided x dense, and is otherwise `linear`.
 //
+// - `launch_ptrs` is the same lookup and launch for cupy arrays (pointers and stream from cupy, C
+//   allocated by cupy), for shapes whose entry needs no workspace.
+//
 // Does not: load modules itself (Python loads and hash-checks them and passes the function
 // handles), resolve launch specs (Python does, per shape), or synchronize.
 #include <ATen/ATen.h>
@@ -254,6 +257,31 @@ at::Tensor serve(const at::Tensor& x, const at::Tensor& w, const c10::optional<a
   return c;
 }
 
+// The per-call path for arrays that are not torch tensors (cupy): the caller's framework checked
+// them, allocated C and names the stream; this looks the shape up (loading a pending entry as
+// `serve` does) and enqueues its launches. 0: enqueued; 1: not served here (no entry, an operand
+// not 256-byte aligned, or an entry that needs a workspace, which the caller's Python path
+// allocates and launches); 2: a launch failed (its kernel left the table, as in `serve`). Counts
+// hits only: the caller counts its own fallbacks.
+int launch_ptrs(int64_t M, int64_t N, int64_t K, uint64_t a, uint64_t b, uint64_t c, uint64_t stream) {
+  auto it = g_table.find(shape_key(M, N, K));
+  if (it == g_table.end()) {
+    if ((g_pending.empty() && g_ranged.empty()) || !load_pending(M, N, K)) return 1;
+    it = g_table.find(shape_key(M, N, K));
+  }
+  Kernel& k = *it->second;
+  if (a % 256 || b % 256 || k.ws_bytes) return 1;
+  if (!run(k, reinterpret_cast<void*>(a), reinterpret_cast<void*>(b), reinterpret_cast<void*>(c), nullptr,
+           int32_t(M), int32_t(N), int32_t(K), reinterpret_cast<CUstream>(stream))) {
+    std::lock_guard<std::mutex> lock(g_mu);
+    k.disabled = "a launch failed";
+    g_table.erase(shape_key(M, N, K));
+    return 2;
+  }
+  k.hits->fetch_add(1, std::memory_order_relaxed);
+  return 0;
+}
+
 // Python side: register one kernel for one shape. launches: [(fn_handle, grid, block, cluster,
 // smem, [(kind, value, box0, box1, swizzle), ...]), ...].
 void add_kernel(const std::string& id, int64_t M, int64_t N, int64_t K, int64_t ws_bytes,
@@ -417,6 +445,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("front", &front, pybind11::arg("x"), pybind11::arg("w"), pybind11::arg("bias") = pybind11::none());
   m.add_object("linear_door", pybind11::reinterpret_steal<pybind11::object>(
                                   PyCFunction_NewEx(&kDoor, nullptr, m.attr("__name__").ptr())));
+  m.def("launch_ptrs", &launch_ptrs);
   m.def("set_door", &set_door);
   m.def("set_pending", &set_pending);
   m.def("add_kernel", &add_kernel);

@@ -50,8 +50,8 @@ class _Torch:
     def eligible(self, A, B) -> bool:
         return A.data_ptr() % 256 == 0 and B.data_ptr() % 256 == 0
 
-    def vendor(self, A, B):
-        return A @ B.T
+    def vendor(self, A, B, out=None):
+        return A @ B.T if out is None else self.t.matmul(A, B.T, out=out)
 
     def empty(self, A, M, N):
         return self.t.empty((M, N), dtype=A.dtype, device=A.device)
@@ -86,8 +86,8 @@ class _Cupy:
     def eligible(self, A, B) -> bool:
         return A.data.ptr % 256 == 0 and B.data.ptr % 256 == 0
 
-    def vendor(self, A, B):
-        return A @ B.T
+    def vendor(self, A, B, out=None):
+        return A @ B.T if out is None else self.cp.matmul(A, B.T, out=out)
 
     def empty(self, A, M, N):
         return self.cp.empty((M, N), dtype=A.dtype)
@@ -102,12 +102,21 @@ class _Cupy:
         return self.cp.cuda.get_current_stream().ptr
 
 
+_OPS: dict[type, object] = {}   # per array type: one glue object, found once (this is the call path)
+
+
 def ops_for(A, B):
+    ops = _OPS.get(type(A))
+    if ops is not None:
+        return ops
     mod = type(A).__module__.split(".")[0]
     if mod == "torch":
         import torch
-        return _Torch(torch)
-    if mod == "cupy":
+        ops = _Torch(torch)
+    elif mod == "cupy":
         import cupy
-        return _Cupy(cupy)
-    raise TypeError(f"cudal2.matmul takes torch or cupy arrays, got {type(A).__name__}")
+        ops = _Cupy(cupy)
+    else:
+        raise TypeError(f"cudal2.matmul takes torch or cupy arrays, got {type(A).__name__}")
+    _OPS[type(A)] = ops
+    return ops

@@ -14,7 +14,9 @@ Guarantees:
 - with torch and the compiled dispatcher built (`cudal2 library build`), torch calls run in C++
   (`torch.ops.cudal2.linear`): a served v2 entry is loaded (hash-checked) and registered there on
   the first call at its shape (an M-range entry per M), the dispatcher asking `_load_for`; it
-  counts hits and fallbacks, merged into `stats()`. Without it, the same dispatch runs in Python;
+  counts hits and fallbacks, merged into `stats()`. cupy calls use its lookup and launch too
+  (`launch_ptrs`, into a C cupy allocates), for entries that need no workspace. Without it (not
+  built, or no torch), the same dispatch runs in Python;
 - a kernel that fails (non-zero status, a build or hash failure) is disabled for the process with
   a warning, and the call falls back to the vendor GEMM.
 
@@ -54,6 +56,7 @@ class Library:
         self._disabled: dict[str, str] = {}
         self._lock = threading.Lock()
         self._ext: Any = None            # the compiled dispatcher, once this library is registered in it
+        self._no_ext = False             # compiled() found no dispatcher (not built, no torch or no GPU)
         self._ranged = {(e.N, e.K) for e in self.served if e.m_range is not None}
 
     # --- what is in it -----------------------------------------------------------------------
@@ -96,24 +99,29 @@ class Library:
     # --- the compiled dispatcher -------------------------------------------------------------
     def compiled(self):
         """Make this library the one the process's compiled dispatcher serves (clearing what another
-        library registered there; entries register on the first call at their shape) and return
-        the dispatcher; None when it is not built or torch has no GPU."""
+        library registered there, and the counts `stats` reads there; entries register on the first
+        call at their shape) and return the dispatcher; None when it is not built or torch has no
+        GPU (remembered for this library: build it before making the Library)."""
         if self._ext is not None and _Active.library is self:
             return self._ext
+        if self._no_ext:
+            return None
         from cudal2.library import dispatch
         try:
             import torch
-            if not torch.cuda.is_available():
-                return None
-            ext = dispatch.load()
+            ext = dispatch.load() if torch.cuda.is_available() else None
         except ImportError:
-            return None
+            ext = None
         if ext is None:
+            # Asked on every call of the Python path (a cupy call, or torch without the build):
+            # remembered, so that path does not pay an import attempt each time.
+            self._no_ext = True
             return None
         from cudal2.library import layers
         from cudal2.library.arrays import InputError
         layers.forget_front()   # cudal2.linear's short way served the library this one replaces
         ext.clear()             # (and closes its door)
+        ext.reset_stats()       # stats() counts this library's calls from now on
         # Served shapes load on their first call (the dispatcher asks `_load_for`), so a first call
         # pays for one binary, not for all of them.
         ext.set_pending([(e.M, e.N, e.K) for e in self.served if e.m_range is None], sorted(self._ranged),
@@ -152,9 +160,9 @@ class Library:
             return None
         return _op()(x, W, bias) if _compiling() else ext.linear(x, W, bias)
 
-    def _fallback(self, why: str, ops, A, B):
+    def _fallback(self, why: str, ops, A, B, out=None):
         self._fallbacks[why] = self._fallbacks.get(why, 0) + 1
-        return ops.vendor(A, B)
+        return ops.vendor(A, B, out)
 
     # --- building and loading ----------------------------------------------------------------
     def _candidate(self, e: Entry):
@@ -189,6 +197,20 @@ class Library:
         N, K2 = ops.shape(B)
         if K2 != K:
             raise ValueError(f"cudal2.matmul: A is {M}x{K} but B is {N}x{K2}; want B as N x K (C = A @ B.T)")
+        if not ops.is_torch:
+            # cupy: the compiled dispatcher's lookup and launch, when it is built (it needs torch),
+            # into a C cupy allocates, which the vendor fills instead when no kernel serves it.
+            ext = self._ext if _Active.library is self else self.compiled()
+            if ext is not None:
+                C = ops.empty(A, M, N)
+                rc = ext.launch_ptrs(M, N, K, ops.ptr(A), ops.ptr(B), ops.ptr(C), ops.stream(A))
+                if rc == 0:
+                    return C
+                if rc == 2:
+                    self._fallbacks["failed"] = self._fallbacks.get("failed", 0) + 1
+                    return ops.vendor(A, B, C)
+                if self.lookup(M, N, K) is None or not ops.eligible(A, B):
+                    return self._fallback("no_entry" if ops.eligible(A, B) else "unaligned", ops, A, B, C)
         if not ops.eligible(A, B):
             return self._fallback("unaligned", ops, A, B)
         e = self.lookup(M, N, K)

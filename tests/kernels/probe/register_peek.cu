@@ -26,11 +26,13 @@ __device__ __forceinline__ unsigned long long mix(unsigned long long z) {
 
 // The register scrub's shape (guards.cudal2_scrub_regs): REG_WORDS values, none foldable, all
 // candidates of one select at the end, so ptxas gives them distinct registers (R0..R29 at 32).
-// Each holds the marker's high half over a low half that varies by thread and word.
+// Each holds the marker's high half and low byte (MARK_MASK: 24 bits, so a word of random bits
+// matches by chance once in 2^24, not once in 2^16) around a middle byte that varies by thread
+// and word (so ptxas cannot fold the words into one).
 extern "C" __global__ void __launch_bounds__(LEAVE_THREADS, LEAVE_BLOCKS) leave(unsigned marker, unsigned* sink) {
     volatile unsigned frame[REG_WORDS];
     const unsigned long long t = ((unsigned long long)blockIdx.x << 10) | threadIdx.x;
-    for (int i = 0; i < REG_WORDS; ++i) frame[i] = (marker & 0xFFFF0000u) | ((unsigned)mix((t << 8) ^ i) & 0xFFFFu);
+    for (int i = 0; i < REG_WORDS; ++i) frame[i] = (marker & 0xFFFF00FFu) | ((unsigned)mix((t << 8) ^ i) & 0xFF00u);
     unsigned v[REG_WORDS];
 #pragma unroll
     for (int i = 0; i < REG_WORDS; ++i) v[i] = frame[i];
