@@ -39,6 +39,9 @@ def test_words_ptxas_reads_for_special_registers_pass(insn):
     ("LDC R4, c[0x0][0x218]", "past its 8 bytes"),
     ("@P0 LDC.64 R4, c[0x0][0x214]", "past its 8 bytes"),   # starts inside, ends outside
     ("DADD R4, R4, c[0x0][0x214]", "past its 8 bytes"),     # a double's operand is 8 bytes
+    ("ULDC UR4, c[0x0][0x20]", "local window's base"),      # cvta.local: base + constant reaches the bank
+    ("S2UR UR6, SR_SWINHI", "SR_SWINHI"),                   # cvta.shared's base, from a special register
+    ("S2R R9, SR_SWINHI", "SR_SWINHI"),
 ])
 def test_constant_reads_outside_the_parameters_and_allowed_words_are_refused(insn, says):
     found = _check(insn)
@@ -53,7 +56,8 @@ def test_an_instruction_outside_every_kernel_is_refused():
                                   "z_param_address_laundered.cu", "z_func_decl_in_body.cu",
                                   "z_string_escape_i2f_gridid.cu", "z_string_escape_nanosleep_gridid.cu",
                                   "z_newline_string_stsm_gridid.cu", "z_newline_string_imma_gridid.cu",
-                                  "zz_tma_coord_param_address.cu"])
+                                  "zz_tma_coord_param_address.cu", "zz_shared_window_gridid.cu",
+                                  "zz_local_window_gridid.cu"])
 def test_the_machine_code_rule_stands_without_the_ptx_rules(tmp_path, monkeypatch, name):
     # Nine PTX-rule bypasses were found by spelling; with that layer off, the cubin is still refused
     # (the last six by following the parameter bank's address, `paramflow`).

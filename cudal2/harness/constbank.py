@@ -1,4 +1,5 @@
-"""What a v2 cubin's machine code reads from constant memory: the check under the PTX rules.
+"""What a v2 cubin's machine code reads from constant memory (and the window bases): the check
+under the PTX rules.
 
 The PTX rules (`cubin.ptx_violations`) read text that a candidate writes, and three spellings got
 past them before they were mended. This check reads what ptxas emitted instead, so a spelling
@@ -12,7 +13,9 @@ Guarantees:
   kind, each constant read it does not allow: any bank but 0, a bindless bank (`cx[...]`), an
   index register (other than RZ/URZ), a read below the parameters outside DRIVER_WORDS (`%gridid`
   at 0x30 and the constant bank's address at 0xd0 among them), a read past the kernel's own
-  parameters (their size from the cubin's CBANK_PARAM_SIZE record);
+  parameters (their size from the cubin's CBANK_PARAM_SIZE record); and a read of either window's
+  base (the local one at 0x20, the shared one from `SR_SWINHI`/`SR_SWINLO`), from which a
+  constant offset reaches the parameter bank;
 - it fails closed: without nvdisasm, with a listing that disagrees with the cubin's bytes, or
   with instructions it cannot place in a kernel, the cubin is refused with the reason.
 
@@ -40,7 +43,6 @@ PARAM_BASE = 0x210
 DRIVER_WORDS = {
     0x000: (12, "%ntid (blockDim)"),
     0x00C: (12, "%nctaid (gridDim)"),
-    0x020: (8, "the local window's base (generic <-> local addresses)"),
     0x028: (4, "the stack pointer's start"),
     0x02C: (4, "%dynamic_smem_size"),
     0x10C: (4, "%nsmid"),
@@ -53,7 +55,17 @@ DRIVER_WORDS = {
     0x198: (8, "the parameter bank's generic address (TMA descriptors)"),
     0x208: (8, "the global memory descriptor"),
 }
-REFUSED_NAMES = {0x30: "%gridid", 0xD0: "the constant bank's address"}
+REFUSED_NAMES = {0x20: "the local window's base (what a generic address of local memory is formed from)",
+                 0x24: "the local window's base (what a generic address of local memory is formed from)",
+                 0x30: "%gridid", 0xD0: "the constant bank's address"}
+# The shared window's base comes from special registers, not the bank (`S2UR UR6, SR_SWINHI`).
+# Both window bases are refused (the fifteenth review): the parameter bank, %gridid below it,
+# sits at a distance from the local window that repeats across processes (eval/window_probe.py:
+# one of two values in 12 processes), so base plus a constant reaches it with no read of 0x198.
+# Honest code rarely needs either: no cubin of the survey read 0x20, and the one task reference
+# that read SR_SWINHI (a peer's shared memory through a generic pointer) now uses mapa and
+# ld.shared::cluster, which take shared-window addresses.
+_WINDOW_SREG = re.compile(r"\bSR_[SL]WIN\w*")
 _ALLOWED = frozenset(b for off, (n, _) in DRIVER_WORDS.items() for b in range(off, off + n))
 
 _CONST = re.compile(r"\bc\[(0x[0-9a-f]+)\]\[([^\]]*)\]")
@@ -94,6 +106,12 @@ def _offset(index: str) -> int | None:
 def check(listings: dict[str, Listing], params: dict[str, int]) -> list[str]:
     """What the disassembled cubin reads from constant memory that it may not, one line per kind."""
     bad: dict[str, str] = {}
+    for kernel, lst in listings.items():
+        for i in lst.instrs:
+            if m := _WINDOW_SREG.search(i.text):
+                bad.setdefault("window", f"`{i.text}` in {kernel} reads {m.group()}, a memory window's base: "
+                                         "generic addresses of shared or local memory are not allowed (index "
+                                         "__shared__ arrays; another CTA's through mapa and ld.shared::cluster)")
     reads = [(kernel, i.text) for kernel, lst in listings.items() for i in lst.instrs
              if "c[" in i.text or "cx[" in i.text]
     for kernel, insn in reads:

@@ -3,11 +3,10 @@
 // register SR_SWINHI (S2UR), so no constant-bank word is read at all and neither the constant-bank
 // rule nor paramflow (which follows only c[0x0][0x198]) sees anything; the generic load that follows
 // is an ordinary LD. Sibling of tests/kernels/probe/window_offset_gridid.cu (local window, 0x20).
-// UNVERIFIED: works only if the parameter bank's generic address sits at a fixed distance from the
-// shared window; PARAM_WIN_FROM_SHARED is a placeholder to measure (eval/window_probe.py).
-// Should fail: "build" if it works (a generic access whose address derives from a window base plus
-// a constant that lands outside the window should be refused); otherwise it is an honest kernel
-// with a wrong guess and faults ("exact", fault illegal address) or passes.
+// Measured (eval/window_probe.py, H100): the distance from the shared window differs in every
+// process (12 of 12), so this constant is a guess; its local-window sibling (bad/
+// zz_local_window_gridid.cu) uses a distance that repeats. Both are refused at "build": a read of
+// either window's base is (constbank), whatever constant follows it.
 /* cudal2-launch
 {"kernels": [{"name": "k", "grid": ["cdiv(N, 32)", "cdiv(M, 8)"], "block": [32, 8, 1],
   "args": ["A", "B", "C", "M", "N", "K"]}]}
