@@ -160,9 +160,9 @@ class Library:
             return None
         return _op()(x, W, bias) if _compiling() else ext.linear(x, W, bias)
 
-    def _fallback(self, why: str, ops, A, B, out=None):
+    def _fallback(self, why: str, ops, A, B):
         self._fallbacks[why] = self._fallbacks.get(why, 0) + 1
-        return ops.vendor(A, B, out)
+        return ops.vendor(A, B)
 
     # --- building and loading ----------------------------------------------------------------
     def _candidate(self, e: Entry):
@@ -198,8 +198,11 @@ class Library:
         if K2 != K:
             raise ValueError(f"cudal2.matmul: A is {M}x{K} but B is {N}x{K2}; want B as N x K (C = A @ B.T)")
         if not ops.is_torch:
-            # cupy: the compiled dispatcher's lookup and launch, when it is built (it needs torch),
-            # into a C cupy allocates, which the vendor fills instead when no kernel serves it.
+            # cupy: the compiled dispatcher's lookup and launch, when it is built (it needs torch).
+            # A shape no entry serves goes straight to the vendor (cupy's matmul writing into a C
+            # made here would add a copy kernel).
+            if self.lookup(M, N, K) is None:
+                return self._fallback("no_entry", ops, A, B)
             ext = self._ext if _Active.library is self else self.compiled()
             if ext is not None:
                 C = ops.empty(A, M, N)
@@ -207,10 +210,8 @@ class Library:
                 if rc == 0:
                     return C
                 if rc == 2:
-                    self._fallbacks["failed"] = self._fallbacks.get("failed", 0) + 1
-                    return ops.vendor(A, B, C)
-                if self.lookup(M, N, K) is None or not ops.eligible(A, B):
-                    return self._fallback("no_entry" if ops.eligible(A, B) else "unaligned", ops, A, B, C)
+                    return self._fallback("failed", ops, A, B)
+                # 1: unaligned, a workspace, or an entry that would not load: the Python path says which
         if not ops.eligible(A, B):
             return self._fallback("unaligned", ops, A, B)
         e = self.lookup(M, N, K)
