@@ -49,8 +49,7 @@ def best_schedules(runs: dict[str, Path], top: int) -> list[dict]:
 
 
 def main(out: Path, runs: dict[str, Path], top: int, library: Path, rounds: int, calls: int) -> None:
-    from cudal2.cli import need_gpu
-    from cudal2.config import load_config
+    from cudal2.cli import load_config, need_gpu
     from cudal2.harness.worker import Worker
     from cudal2.library import manifest
     from cudal2.sass import verify

@@ -74,7 +74,10 @@ class Library:
 
     def lookup(self, M: int, N: int, K: int) -> Entry | None:
         """The best-scoring enabled entry for the exact shape, else the best whose M-range covers M."""
-        cands = [e for e in self._by_nk.get((N, K), ()) if e.covers(M, N, K) and e.id not in self._disabled]
+        nk = self._by_nk.get((N, K))
+        if nk is None:   # most shapes a caller sends have no entry: answer them first
+            return None
+        cands = [e for e in nk if e.covers(M, N, K) and e.id not in self._disabled]
         return max(cands, key=lambda e: (e.m_range is None, e.score), default=None)
 
     def disabled(self) -> dict[str, str]:
