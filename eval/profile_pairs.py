@@ -2,6 +2,8 @@
 
   python eval/profile_pairs.py --root kernels_out --arch sm90 --shapes 12288,8192,2048 1024,1024,12288 [-c cfg.toml]
   ... --out pairs.json     also write every profile as JSON
+  python eval/profile_pairs.py --shapes 4096,4096,4096 --family sm90raw --params '{"EPI": "tma", "STAGES": 3, ...}'
+                           a family's point rendered at each shape instead of the library entry
 
 For each shape: build the library entry's source (build cache), profile one call of it and one
 cublasGemmEx TN call on the same kind of inputs (`cudal2.harness.profile_target`, clocks left
@@ -45,22 +47,34 @@ def main() -> int:
     ap.add_argument("--metrics", default="default")
     ap.add_argument("--out")
     ap.add_argument("-c", "--config", help="cudal2 TOML config (its [build] section: cache, flags)")
+    ap.add_argument("--family", help="profile this family's point (--params, complete) instead of the library entry")
+    ap.add_argument("--params", default="{}", help="the point's parameters, JSON")
     a = ap.parse_args()
     cfg = Config.load(a.config) if a.config else Config()
-    lib = load(a.root, a.arch)
+    lib = None if a.family else load(a.root, a.arch)
     out = []
     for text in a.shapes:
         p = parse_mnk(text)
-        e = lib.lookup(p.M, p.N, p.K)
-        if e is None:
-            print(f"{p}: no library entry; skipped")
-            continue
-        b = build((lib.folder / e.source).read_text(), cfg.build)
+        if a.family:
+            from cudal2.kernels.family import Limits, get_family
+            fam, params = get_family(a.family), json.loads(a.params)
+            why = fam.invalid(params, p, Limits())
+            if why:
+                print(f"{p}: {a.family} {params} is not valid here: {why}")
+                continue
+            eid, family, source = f"{a.family} point", a.family, fam.render(params, p)
+        else:
+            e = lib.lookup(p.M, p.N, p.K)
+            if e is None:
+                print(f"{p}: no library entry; skipped")
+                continue
+            eid, family, params, source = e.id, e.family, e.params, (lib.folder / e.source).read_text()
+        b = build(source, cfg.build)
         if not b.ok:
-            print(f"{p}: {e.id} does not build: {b.reason}")
+            print(f"{p}: {eid} does not build: {b.reason}")
             continue
-        rec = {"shape": [p.M, p.N, p.K], "entry": e.id, "family": e.family, "params": e.params}
-        print(f"{p}  {e.id}  {json.dumps(e.params, sort_keys=True)}")
+        rec = {"shape": [p.M, p.N, p.K], "entry": eid, "family": family, "params": params}
+        print(f"{p}  {eid}  {json.dumps(params, sort_keys=True)}")
         for label, target in (("library", b.lib_path), ("cublas", CUBLAS)):
             try:
                 rec[label] = profile(target, p.M, p.N, p.K, a.metrics)
