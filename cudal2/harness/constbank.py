@@ -63,8 +63,9 @@ REFUSED_NAMES = {0x20: "the local window's base (what a generic address of local
 # sits at a distance from the local window that repeats across processes (eval/window_probe.py:
 # one of two values in 12 processes), so base plus a constant reaches it with no read of 0x198.
 # Honest code rarely needs either: no cubin of the survey read 0x20, and the one task reference
-# that read SR_SWINHI (a peer's shared memory through a generic pointer) now uses mapa and
-# ld.shared::cluster, which take shared-window addresses.
+# that read SR_SWINHI (it pulled a peer's shared memory with cluster.map_shared_rank; ptxas makes
+# ld.shared::cluster the same generic LD) now pushes with st.async, which takes a shared::cluster
+# address from mapa and compiles to no window read.
 _WINDOW_SREG = re.compile(r"\bSR_[SL]WIN\w*")
 _ALLOWED = frozenset(b for off, (n, _) in DRIVER_WORDS.items() for b in range(off, off + n))
 
@@ -111,7 +112,8 @@ def check(listings: dict[str, Listing], params: dict[str, int]) -> list[str]:
             if m := _WINDOW_SREG.search(i.text):
                 bad.setdefault("window", f"`{i.text}` in {kernel} reads {m.group()}, a memory window's base: "
                                          "generic addresses of shared or local memory are not allowed (index "
-                                         "__shared__ arrays; another CTA's through mapa and ld.shared::cluster)")
+                                         "__shared__ and local arrays directly; give another CTA of the cluster data "
+                                         "with st.async to the address mapa gives, not by reading its memory)")
     reads = [(kernel, i.text) for kernel, lst in listings.items() for i in lst.instrs
              if "c[" in i.text or "cx[" in i.text]
     for kernel, insn in reads:
