@@ -36,9 +36,6 @@ class _Torch:
     def __init__(self, torch):
         self.t = torch
 
-    def shape(self, x):
-        return tuple(x.shape)
-
     def check(self, A, B) -> None:
         for name, x in (("A", A), ("B", B)):
             why = _problem(name, x.is_cuda, x.dtype, self.t.float16, x.dim(), x.is_contiguous())
@@ -71,9 +68,6 @@ class _Cupy:
 
     def __init__(self, cupy):
         self.cp = cupy
-
-    def shape(self, x):
-        return tuple(x.shape)
 
     def check(self, A, B) -> None:
         # The common case in one expression (this is every call's path); the messages below.

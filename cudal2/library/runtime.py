@@ -31,7 +31,7 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cudal2.library import manifest
+from cudal2.library import arrays, manifest
 from cudal2.library.manifest import Entry, LibraryError
 
 if TYPE_CHECKING:
@@ -189,32 +189,47 @@ class Library:
     # --- calling -----------------------------------------------------------------------------
     def matmul(self, A, B):
         """C = A @ B.T for fp16 A (M×K) and B (N×K), torch or cupy, on the current stream."""
-        from cudal2.library import arrays
         ops = arrays.ops_for(A, B)
+        if not ops.is_torch:
+            return self._matmul_cupy(ops, A, B)
         ops.check(A, B)
-        if ops.is_torch and A.shape[1] == B.shape[1]:
+        if A.shape[1] == B.shape[1]:
             C = self._dispatch(A, B, None)
             if C is not None:
                 return C
-        M, K = ops.shape(A)
-        N, K2 = ops.shape(B)
-        if K2 != K:
-            raise ValueError(f"cudal2.matmul: A is {M}x{K} but B is {N}x{K2}; want B as N x K (C = A @ B.T)")
-        if not ops.is_torch:
-            # cupy: the compiled dispatcher's lookup and launch, when it is built (it needs torch).
-            # A shape no entry serves goes straight to the vendor (cupy's matmul writing into a C
-            # made here would add a copy kernel).
-            if self.lookup(M, N, K) is None:
-                return self._fallback("no_entry", ops, A, B)
-            ext = self._ext if _Active.library is self else self.compiled()
-            if ext is not None:
-                C = ops.empty(A, M, N)
-                rc = ext.launch_ptrs(M, N, K, ops.ptr(A), ops.ptr(B), ops.ptr(C), ops.stream(A))
-                if rc == 0:
-                    return C
-                if rc == 2:
-                    return self._fallback("failed", ops, A, B)
-                # 1: unaligned, a workspace, or an entry that would not load: the Python path says which
+        M, K = _operands(A, B)
+        return self._python_call(ops, A, B, M, B.shape[0], K)
+
+    def _matmul_cupy(self, ops, A, B):
+        # Every cupy call pays this gate on top of cupy's own matmul, so the common cases come
+        # first and cheaply: valid operands of a shape no entry serves go straight to cupy.
+        sa, sb = A.shape, B.shape
+        if not (len(sa) == 2 and len(sb) == 2 and A.dtype.char == "e" and B.dtype.char == "e"
+                and A.flags.c_contiguous and B.flags.c_contiguous):
+            ops.check(A, B)   # says what is wrong, in one line
+        M, K = _operands(A, B)
+        N = sb[0]
+        if (N, K) not in self._by_nk:
+            self._fallbacks["no_entry"] = self._fallbacks.get("no_entry", 0) + 1
+            return A @ B.T
+        ops.check(A, B)       # (the devices, too)
+        if self.lookup(M, N, K) is None:
+            return self._fallback("no_entry", ops, A, B)
+        # The compiled dispatcher's lookup and launch, when it is built (it needs torch), into a C
+        # cupy allocates.
+        ext = self._ext if _Active.library is self else self.compiled()
+        if ext is not None:
+            C = ops.empty(A, M, N)
+            rc = ext.launch_ptrs(M, N, K, ops.ptr(A), ops.ptr(B), ops.ptr(C), ops.stream(A))
+            if rc == 0:
+                return C
+            if rc == 2:
+                return self._fallback("failed", ops, A, B)
+            # 1: unaligned, a workspace, or an entry that would not load: the Python path says which
+        return self._python_call(ops, A, B, M, N, K)
+
+    def _python_call(self, ops, A, B, M: int, N: int, K: int):
+        """The dispatch in Python: the entry's module launched through ctypes, else the vendor."""
         if not ops.eligible(A, B):
             return self._fallback("unaligned", ops, A, B)
         e = self.lookup(M, N, K)
@@ -224,7 +239,7 @@ class Library:
             cand = self._candidate(e)
         except Exception as err:  # noqa: BLE001  a broken entry costs itself, never the caller
             self._disable(e, str(err))
-            return self.matmul(A, B)
+            return self._python_call(ops, A, B, M, N, K)
         C = ops.empty(A, M, N)
         nbytes = cand.workspace_bytes(M, N, K)
         ws = ops.workspace(A, nbytes)
@@ -234,6 +249,14 @@ class Library:
             return self._fallback("failed", ops, A, B)
         self._hits[e.id] = self._hits.get(e.id, 0) + 1
         return C
+
+
+def _operands(A, B) -> tuple[int, int]:
+    """(M, K) of A, once B's K is checked to match."""
+    (M, K), (N, K2) = A.shape, B.shape
+    if K2 != K:
+        raise ValueError(f"cudal2.matmul: A is {M}x{K} but B is {N}x{K2}; want B as N x K (C = A @ B.T)")
+    return M, K
 
 
 class _Active:
