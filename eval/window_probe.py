@@ -4,7 +4,8 @@ A candidate may form the local window's base (`cvta.local` of 0: the allowed dri
 and the shared window's, and add a constant; no rule follows those values. If the parameter bank's
 generic address (what 0x198 holds) sits at a fixed distance from either, across launches, kernels
 and processes, that constant reaches %gridid and the other driver words with no read of 0x198.
-This prints, per launch, param - local and param - shared for two kernels with different
+This prints, per launch, param - local, param - shared and param - global (a cupy allocation the
+kernel is given: every kernel knows its operands' addresses) for two kernels with different
 parameter lists (a constant distance is a hole: tests/kernels/probe/window_offset_gridid.cu then
 needs it filled in, and must fail).
 
@@ -46,7 +47,10 @@ extern "C" __global__ void large(u64 x0, u64 x1, u64 x2, u64 x3, const __grid_co
 """
 
 
-def probe(launches: int) -> list[dict]:
+def probe(launches: int, pad: bool = False) -> list[dict]:
+    if pad:   # what the judge's worker does first: a random number of 2 MiB pages, kept
+        from cudal2.harness.buffers import pad_address_space
+        pad_address_space()
     mod = cp.RawModule(code=SRC, options=("-std=c++17",))
     rows = []
     buf = cp.zeros(3, dtype=cp.uint64)
@@ -57,7 +61,7 @@ def probe(launches: int) -> list[dict]:
             fn((1 + i,), (32,), args)
             p, lo, sh = (int(x) for x in buf.get())
             rows.append({"kernel": name, "launch": i, "param": hex(p), "param_minus_local": p - lo,
-                         "param_minus_shared": p - sh})
+                         "param_minus_shared": p - sh, "param_minus_global": p - int(buf.data.ptr)})
     return rows
 
 
@@ -69,20 +73,21 @@ def reserve_random() -> mmap.mmap:
     return mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, prot=0)
 
 
-def main(out: Path, launches: int, processes: int, perturb: bool) -> None:
+def main(out: Path, launches: int, processes: int, perturb: bool, pad: bool) -> None:
     per = []
     for _ in range(processes):
-        cmd = [sys.executable, __file__, "--child", "--launches", str(launches), *(["--perturb"] if perturb else [])]
+        cmd = [sys.executable, __file__, "--child", "--launches", str(launches), *(["--perturb"] if perturb else []),
+               *(["--pad"] if pad else [])]
         per.append(json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.splitlines()[-1]))
     summary = {}
-    for key in ("param_minus_local", "param_minus_shared"):
+    for key in ("param_minus_local", "param_minus_shared", "param_minus_global"):
         within = [len({r[key] for r in rows}) for rows in per]
         bases = [min(r[key] for r in rows) for rows in per]   # the ring's first slot, per process
         summary[key] = {"distinct_within_each_process": within, "base_per_process": bases,
                         "distinct_bases": len(set(bases)),
                         "most_common_base_share": max(bases.count(b) for b in bases) / len(bases)}
         print(key, json.dumps(summary[key]))
-    out.write_text(json.dumps({"processes": processes, "launches": launches, "perturb": perturb,
+    out.write_text(json.dumps({"processes": processes, "launches": launches, "perturb": perturb, "pad": pad,
                                "summary": summary, "rows": per}, indent=1))
 
 
@@ -92,10 +97,12 @@ if __name__ == "__main__":
     ap.add_argument("--launches", type=int, default=8)
     ap.add_argument("--processes", type=int, default=6, help="fresh processes, one CUDA context each")
     ap.add_argument("--perturb", action="store_true", help="each process first reserves a random-size address range")
+    ap.add_argument("--pad", action="store_true", help="each process first pads the device address space as the "
+                    "judge's worker does (buffers.pad_address_space)")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
         keep = reserve_random() if a.perturb else None
-        print(json.dumps(probe(a.launches)))
+        print(json.dumps(probe(a.launches, a.pad)))
     else:
-        main(a.out, a.launches, a.processes, a.perturb)
+        main(a.out, a.launches, a.processes, a.perturb, a.pad)

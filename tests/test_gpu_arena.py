@@ -51,3 +51,9 @@ def test_offsets_are_random_beyond_256_bytes():
     # The stages cannot be told apart by alignment: offsets vary above the 256-byte grain.
     seen = {buffers.Arena([4096], 65536).ptr(0) % (1 << 21) for _ in range(8)}
     assert len(seen) > 1
+
+
+def test_the_address_pad_is_a_random_whole_number_of_pages_made_once():
+    size = buffers.pad_address_space()
+    assert size % buffers.PAGE == 0 and 0 <= size < buffers.PAD_PAGES * buffers.PAGE
+    assert buffers.pad_address_space() == size

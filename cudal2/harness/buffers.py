@@ -35,6 +35,24 @@ from cudal2.harness.guards import PRF_SRC
 
 PAGE = 2 << 20  # the driver maps device memory in 2 MiB pages
 ALIGN = 256
+PAD_PAGES = 512  # pad_address_space: up to 1 GiB
+
+_pad: tuple[list[int], int] | None = None   # (pointers, bytes): kept for the process's life
+
+
+def pad_address_space() -> int:
+    """Allocate, once per process and before the judge's own device memory, a random number of
+    single pages (0 to PAD_PAGES - 1, each its own cudaMalloc: one large block lands in another
+    part of the address space and moves nothing) and keep them; returns the pad's size in bytes.
+    The parameter bank (%gridid below it) sits at a distance from a process's first allocations
+    that repeats across processes (eval/window_probe.py: one of two values in 6), so a kernel
+    could add a constant to an operand's address to reach it; the pad moves the later
+    allocations by a random number of pages."""
+    global _pad
+    if _pad is None:
+        n = secrets.randbelow(PAD_PAGES)
+        _pad = ([cp.cuda.runtime.malloc(PAGE) for _ in range(n)], n * PAGE)
+    return _pad[1]
 
 _SRC = PRF_SRC + r"""
 extern "C" __global__ void cudal2_background(u64* w, long long words, u64 seed) {

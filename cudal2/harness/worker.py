@@ -69,6 +69,10 @@ def _child(conn, gpu: int) -> None:
     try:
         import cupy
         cupy.cuda.Device(gpu).use()
+        # Before any buffer a candidate will see: a random number of pages, so that an operand's
+        # address is no constant distance from the parameter bank (buffers.pad_address_space).
+        from cudal2.harness.buffers import pad_address_space
+        pad_address_space()
     except Exception:
         pass  # jobs that need the GPU will report why
     while True:
