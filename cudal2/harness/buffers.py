@@ -15,6 +15,8 @@ Guarantees:
   the judge checks timing as it checks verification);
 - `fill` draws new values from a seed the kernel cannot predict (fresh per trial), never zeros,
   and `matches` checks a matrix against its seed by regenerating it.
+- `pad_address_space` (the worker calls it first) moves a process's later allocations by a random
+  number of 2 MiB pages, so no operand sits at a repeatable distance from the parameter bank.
 
 Does not: protect memory outside its arenas (the harness's own small tables, the driver's) or
 synchronize, except `damage`, which reads its count back. What C and the workspace hold before a
