@@ -47,13 +47,14 @@ extern "C" __global__ void large(u64 x0, u64 x1, u64 x2, u64 x3, const __grid_co
 """
 
 
-def probe(launches: int, pad: bool = False) -> list[dict]:
+def probe(launches: int, pad: bool = False, global_mib: int = 0) -> list[dict]:
     if pad:   # what the judge's worker does first: a random number of 2 MiB pages, kept
         from cudal2.harness.buffers import pad_address_space
         pad_address_space()
     mod = cp.RawModule(code=SRC, options=("-std=c++17",))
     rows = []
-    buf = cp.zeros(3, dtype=cp.uint64)
+    # the operand whose address is measured: small, or as large as a big shape's arena
+    buf = cp.zeros(max(3, global_mib << 17), dtype=cp.uint64)
     for i in range(launches):
         for name in ("small", "large"):
             fn = mod.get_function(name)
@@ -73,11 +74,11 @@ def reserve_random() -> mmap.mmap:
     return mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, prot=0)
 
 
-def main(out: Path, launches: int, processes: int, perturb: bool, pad: bool) -> None:
+def main(out: Path, launches: int, processes: int, perturb: bool, pad: bool, global_mib: int) -> None:
     per = []
     for _ in range(processes):
         cmd = [sys.executable, __file__, "--child", "--launches", str(launches), *(["--perturb"] if perturb else []),
-               *(["--pad"] if pad else [])]
+               *(["--pad"] if pad else []), "--global-mib", str(global_mib)]
         per.append(json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.splitlines()[-1]))
     summary = {}
     for key in ("param_minus_local", "param_minus_shared", "param_minus_global"):
@@ -87,7 +88,7 @@ def main(out: Path, launches: int, processes: int, perturb: bool, pad: bool) -> 
                         "distinct_bases": len(set(bases)),
                         "most_common_base_share": max(bases.count(b) for b in bases) / len(bases)}
         print(key, json.dumps(summary[key]))
-    out.write_text(json.dumps({"processes": processes, "launches": launches, "perturb": perturb, "pad": pad,
+    out.write_text(json.dumps({"processes": processes, "launches": launches, "perturb": perturb, "pad": pad, "global_mib": global_mib,
                                "summary": summary, "rows": per}, indent=1))
 
 
@@ -99,10 +100,11 @@ if __name__ == "__main__":
     ap.add_argument("--perturb", action="store_true", help="each process first reserves a random-size address range")
     ap.add_argument("--pad", action="store_true", help="each process first pads the device address space as the "
                     "judge's worker does (buffers.pad_address_space)")
+    ap.add_argument("--global-mib", type=int, default=0, help="the measured operand's size (0: 24 bytes)")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
         keep = reserve_random() if a.perturb else None
-        print(json.dumps(probe(a.launches, a.pad)))
+        print(json.dumps(probe(a.launches, a.pad, a.global_mib)))
     else:
-        main(a.out, a.launches, a.processes, a.perturb, a.pad)
+        main(a.out, a.launches, a.processes, a.perturb, a.pad, a.global_mib)
