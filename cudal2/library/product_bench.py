@@ -1,5 +1,6 @@
 """`cudal2 library bench`: the library measured where users call it, `cudal2.linear` against
-`torch.nn.functional.linear`, in a fresh process.
+`torch.nn.functional.linear` (and, with `cupy`, `cudal2.matmul` on cupy arrays against
+`cupy.matmul`), in a fresh process.
 
 Guarantees:
 - every entry's shape is measured, and each extra shape given (`shapes`: e.g. the dev set, whose
@@ -13,8 +14,12 @@ Guarantees:
   t_vendor / t_library, the median of the ratios is reported): eager (back-to-back calls, host
   overhead included), graph (the same calls captured in one CUDA graph and replayed), flushed
   (one call after an L2 flush and an idle GPU: the latency of a lone request);
-- all timing is by CUDA events on torch's current stream; the first library call of the process
-  is timed too (`first_call_ms`: loading every served binary and registering it);
+- all timing is by CUDA events on the caller's current stream (torch's, or cupy's for cupy rows;
+  cupy's cuBLAS cannot be captured, so a cupy row's graph mode is None with the reason); the
+  first library call of the process is timed too (`first_call_ms`: loading every served binary
+  and registering it);
+- `compare_libraries` times one library against another through `Library.linear` in the same
+  three modes (a reordered cubin against the shipped one: eval/sass_product.py);
 - `run` writes one JSON line per shape as it is measured, so a stopped run keeps what it measured.
 
 Does not: change the manifest (`record` does, for `--update`), or judge correctness beyond the
