@@ -55,9 +55,8 @@ DRIVER_WORDS = {
     0x198: (8, "the parameter bank's generic address (TMA descriptors)"),
     0x208: (8, "the global memory descriptor"),
 }
-REFUSED_NAMES = {0x20: "the local window's base (what a generic address of local memory is formed from)",
-                 0x24: "the local window's base (what a generic address of local memory is formed from)",
-                 0x30: "%gridid", 0xD0: "the constant bank's address"}
+_LOCAL_WINDOW = "the local window's base (what a generic address of local memory is formed from)"
+REFUSED_NAMES = {0x20: _LOCAL_WINDOW, 0x24: _LOCAL_WINDOW, 0x30: "%gridid", 0xD0: "the constant bank's address"}
 # The shared window's base comes from special registers, not the bank (`S2UR UR6, SR_SWINHI`).
 # Both window bases are refused (the fifteenth review): the parameter bank, %gridid below it,
 # sits at a distance from the local window that repeats across processes (eval/window_probe.py:
@@ -107,6 +106,7 @@ def _offset(index: str) -> int | None:
 def check(listings: dict[str, Listing], params: dict[str, int]) -> list[str]:
     """What the disassembled cubin reads from constant memory that it may not, one line per kind."""
     bad: dict[str, str] = {}
+    reads = []
     for kernel, lst in listings.items():
         for i in lst.instrs:
             if m := _WINDOW_SREG.search(i.text):
@@ -114,8 +114,8 @@ def check(listings: dict[str, Listing], params: dict[str, int]) -> list[str]:
                                          "generic addresses of shared or local memory are not allowed (index "
                                          "__shared__ and local arrays directly; give another CTA of the cluster data "
                                          "with st.async to the address mapa gives, not by reading its memory)")
-    reads = [(kernel, i.text) for kernel, lst in listings.items() for i in lst.instrs
-             if "c[" in i.text or "cx[" in i.text]
+            if "c[" in i.text or "cx[" in i.text:
+                reads.append((kernel, i.text))
     for kernel, insn in reads:
         if kernel not in params:
             bad.setdefault("where", f"`{insn}` is in no kernel the cubin defines")

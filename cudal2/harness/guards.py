@@ -465,11 +465,12 @@ class Guard:
 class Scrubber:
     """Overwrites, untimed, what a kernel could leave on the chip for a later call to find: the
     shared memory of every SM (at the largest carve-out), a LOCAL_BYTES local frame of every
-    thread slot and the window above it, and the register file (R0..R29, P0..P6). Not covered:
+    thread slot and the window above it, and the register file (R0..R29, P0..P6). Not written:
     R30/R31 of a 32-register allotment and the uniform registers (no code ptxas emits writes
-    them all; a kernel reads a register it never wrote through wgmma with a run-time scale-d, as
-    every sm90raw point does on its first k-step, so this is an open channel), a window widened
-    below the frame by a kernel with a larger one (none in a judge's process:
+    them all); a kernel can read a register it never wrote through wgmma with a run-time
+    scale-d, as every sm90raw point does on its first k-step, yet on the H100 none of 9.7
+    million marker words read that way survived a scrub (eval/register_probe.py). Not covered:
+    a window widened below the frame by a kernel with a larger one (none in a judge's process:
     tests/test_gpu_scrub.py), the L1/texture caches (not addressable, and emptied by the
     scrubbers' own traffic) and the L2 (flushed separately)."""
 
