@@ -156,6 +156,13 @@ def _inputs(M: int, N: int, K: int, randn):
     return randn((M, K), M * 1_000_003 + N * 1009 + K), randn((N, K), M * 1_000_003 + N * 1009 + K + 1)
 
 
+def _torch_inputs(torch, M: int, N: int, K: int):
+    def randn(shape, seed):
+        gen = torch.Generator(device="cuda").manual_seed(seed)
+        return torch.randn(*shape, device="cuda", dtype=torch.float16, generator=gen)
+    return _inputs(M, N, K, randn)
+
+
 def _agreement(err: float, scale: float) -> dict:
     return {"max_abs_diff": err, "agree": err <= 2e-2 * (scale or 1.0) + 1e-2}
 
@@ -164,12 +171,7 @@ def measure_shape(torch, lib, M: int, N: int, K: int, rounds: int, calls: int, f
     """`cudal2.linear` against F.linear at one shape, torch tensors."""
     import cudal2
     F = torch.nn.functional
-
-    def randn(shape, seed):
-        gen = torch.Generator(device="cuda").manual_seed(seed)
-        return torch.randn(*shape, device="cuda", dtype=torch.float16, generator=gen)
-
-    A, W = _inputs(M, N, K, randn)
+    A, W = _torch_inputs(torch, M, N, K)
     ours = lambda: cudal2.linear(A, W)  # noqa: E731  the public API
     theirs = lambda: F.linear(A, W)     # noqa: E731
     before = lib.stats()["hits"]
@@ -209,12 +211,10 @@ def compare_libraries(torch, a, b, M: int, N: int, K: int, rounds: int, calls: i
     """Library `b` against library `a` at one shape through `Library.linear` (the compiled
     dispatcher): ratios t(a) / t(b), each library made the dispatcher's before each use (outside
     the timing; a warm call registers its entry first). For a reordered cubin (b) against the
-    shipped one (a), both libraries serving every entry."""
-    def randn(shape, seed):
-        gen = torch.Generator(device="cuda").manual_seed(seed)
-        return torch.randn(*shape, device="cuda", dtype=torch.float16, generator=gen)
-
-    A, W = _inputs(M, N, K, randn)
+    shipped one (a), both libraries serving every entry. `hits`: calls of each library that ran
+    its kernel, counted while it was the dispatcher's (making a library the dispatcher's resets
+    the counts, so they are read right after its own call)."""
+    A, W = _torch_inputs(torch, M, N, K)
     fa = lambda: a.linear(A, W)  # noqa: E731
     fb = lambda: b.linear(A, W)  # noqa: E731
     owner = {id(fa): a, id(fb): b}
@@ -227,12 +227,13 @@ def compare_libraries(torch, a, b, M: int, N: int, K: int, rounds: int, calls: i
             f()
             torch.cuda.synchronize()
 
-    outs = []
-    for f in (fa, fb):
+    outs, hits = [], {}
+    for lib, f in ((a, fa), (b, fb)):
         use(f)
+        before = sum(lib.stats()["hits"].values())
         outs.append(f())
+        hits[lib.folder.name] = sum(lib.stats()["hits"].values()) - before
     torch.cuda.synchronize()
-    hits = {lib.folder.name: sum(lib.stats()["hits"].values()) for lib in (a, b)}
     row = {"M": M, "N": N, "K": K, "band": band(M, N, K), "hits": hits,
            "bit_identical": bool(torch.equal(outs[0], outs[1]))}
     return {**row, **modes(TorchClock(torch, flush), fb, fa, rounds, calls, use)}
