@@ -203,16 +203,14 @@ class Library:
     def _matmul_cupy(self, ops, A, B):
         # Every cupy call pays this gate on top of cupy's own matmul, so the common cases come
         # first and cheaply: valid operands of a shape no entry serves go straight to cupy.
-        sa, sb = A.shape, B.shape
-        if not (len(sa) == 2 and len(sb) == 2 and A.dtype.char == "e" and B.dtype.char == "e"
-                and A.flags.c_contiguous and B.flags.c_contiguous):
+        if not ops.plain(A, B):
             ops.check(A, B)   # says what is wrong, in one line
         M, K = _operands(A, B)
-        N = sb[0]
+        N = B.shape[0]
         if (N, K) not in self._by_nk:
-            self._fallbacks["no_entry"] = self._fallbacks.get("no_entry", 0) + 1
-            return A @ B.T
-        ops.check(A, B)       # (the devices, too)
+            return self._fallback("no_entry", ops, A, B)
+        if A.device.id != B.device.id:
+            ops.check(A, B)   # says so, in one line
         if self.lookup(M, N, K) is None:
             return self._fallback("no_entry", ops, A, B)
         # The compiled dispatcher's lookup and launch, when it is built (it needs torch), into a C
