@@ -15,7 +15,8 @@ Guarantees:
   at 0x30 and the constant bank's address at 0xd0 among them), a read past the kernel's own
   parameters (their size from the cubin's CBANK_PARAM_SIZE record); and a read of either window's
   base (the local one at 0x20, the shared one from `SR_SWINHI`/`SR_SWINLO`), from which a
-  constant offset reaches the parameter bank;
+  constant offset reaches the parameter bank, and any test of an address's space (`QSPC`, from
+  `isspacep`), which finds a window's base by search;
 - it fails closed: without nvdisasm, with a listing that disagrees with the cubin's bytes, or
   with instructions it cannot place in a kernel, the cubin is refused with the reason.
 
@@ -66,6 +67,11 @@ REFUSED_NAMES = {0x20: _LOCAL_WINDOW, 0x24: _LOCAL_WINDOW, 0x30: "%gridid", 0xD0
 # ld.shared::cluster the same generic LD) now pushes with st.async, which takes a shared::cluster
 # address from mapa and compiles to no window read.
 _WINDOW_SREG = re.compile(r"\bSR_[SL]WIN\w*")
+# A window's base can also be searched for: `isspacep.local` (`QSPC.E.L`) says whether an address
+# is local without reading either word, so a kernel tested 16 MiB-aligned candidates until one
+# was (the review after the window rule: it then reached %gridid as before). Whether an address
+# is in a space is refused too (QSPC, every space; no honest cubin of the survey emits it).
+_SPACE_TEST = "QSPC"
 _ALLOWED = frozenset(b for off, (n, _) in DRIVER_WORDS.items() for b in range(off, off + n))
 
 _CONST = re.compile(r"\bc\[(0x[0-9a-f]+)\]\[([^\]]*)\]")
@@ -114,6 +120,10 @@ def check(listings: dict[str, Listing], params: dict[str, int]) -> list[str]:
                                          "generic addresses of shared or local memory are not allowed (index "
                                          "__shared__ and local arrays directly; give another CTA of the cluster data "
                                          "with st.async to the address mapa gives, not by reading its memory)")
+            if i.base == _SPACE_TEST:
+                bad.setdefault("space", f"`{i.text}` in {kernel} tests which memory space an address is in "
+                                        "(isspacep): a search for a window's base; not allowed (a kernel knows "
+                                        "where its own pointers point)")
             if "c[" in i.text or "cx[" in i.text:
                 reads.append((kernel, i.text))
     for kernel, insn in reads:
