@@ -7,6 +7,9 @@ verified and timed at five big shapes. Run on the GPU machine; nothing is assert
   python eval/sm90raw_check.py --out r.json --points v1_128x256,tma_128x256_s3 --shapes 0,1
   python eval/sm90raw_check.py --out r.json --thin          split-K / stream-K / small tiles: verify at
                                                             SPLIT_ODD_SHAPES, then verify + time at THIN_SHAPES
+  python eval/sm90raw_check.py --out r.json --hybrid        stream-K hybrid (in-kernel fix-up) beside the same
+                                                            points with whole tiles: verify at HYBRID_ODD_SHAPES,
+                                                            then verify + time at HYBRID_SHAPES
   ... --deadline 540    start no new shape after this many seconds (default 540: under ~10 min of GPU)
 
 The points go from the simplest kernel (1 producer + 2 consumer warpgroups, 128x256 tile,
@@ -57,6 +60,14 @@ ODD_SHAPES = [Problem(257, 135, 1032), Problem(333, 1000, 200), Problem(4095, 20
 # 65 k tiles over 3 splits), an odd tile-row count under 2-CTA clusters, and M = 1 at long K.
 SPLIT_ODD_SHAPES = [Problem(257, 135, 4104), Problem(333, 1000, 4096), Problem(1, 1024, 8192)]
 ODD_SHAPES += SPLIT_ODD_SHAPES
+# The stream-K hybrid: deep or many-wave shapes of the >= 2^36 band (each a partial last wave of
+# 128x256 tiles), and verification with every tail: odd N and a K tail (64-row tiles, a wave + 8
+# items), an odd tile-row count under 2-CTA clusters with fewer items than workers (one stream-K
+# wave), M and N tails with several items per worker, and 4095 x 2056 (a B half past N).
+HYBRID_SHAPES = [Problem(8192, 8192, 8192), Problem(4096, 4096, 4096), Problem(4096, 8192, 16384),
+                 Problem(8192, 8192, 12288), Problem(2048, 8192, 8192)]
+HYBRID_ODD_SHAPES = [Problem(1025, 1001, 4104), Problem(600, 1000, 4096), Problem(2000, 3000, 1000),
+                     Problem(4095, 2056, 1032)]
 
 BASE = dict(BM=128, BN=256, CONSUMERS=2, STAGES=4, GROUP_M=8, EPI="direct", CLUSTER=1, MAX_CTAS=132,
             SPLIT_K=1, SCHED="tiles")
@@ -91,9 +102,19 @@ POINTS = {
     # stream-K: equal runs of all k-tile iterations per CTA, fixed up by sm90raw_reduce
     "streamk_64x96": dict(SMALL, BN=96, SCHED="streamk"),
     "streamk_128x112_c2": dict(BN=112, SCHED="streamk", CLUSTER=2),
+    # ---- the stream-K hybrid: whole tiles for the full waves, one stream-K wave fixed up in the kernel ----
+    "hy_tma_128x256_s3": dict(EPI="tma", STAGES=3, SCHED="hybrid"),
+    "hy_c2_tma_128x256_s3": dict(CLUSTER=2, EPI="tma", STAGES=3, SCHED="hybrid"),
+    "hy_128x256": dict(SCHED="hybrid"),
+    "hy_c2_128x112": dict(BN=112, CLUSTER=2, SCHED="hybrid"),
+    "hy_64x64": dict(SMALL, BN=64, SCHED="hybrid"),
 }
 THIN_POINTS = ["tma_128x256_s3", "small_64x128", "sk8_64x128", "sk4_64x64_s8", "sk2_64x128_s6", "sk3_64x80",
                "sk4_128x128", "sk2_128x128_c2", "streamk_64x96", "streamk_128x112_c2"]
+HYBRID_POINTS = ["tma_128x256_s3", "hy_tma_128x256_s3", "c2_tma_128x256_s3", "hy_c2_tma_128x256_s3", "hy_128x256",
+                 "hy_c2_128x112", "hy_64x64"]
+# points only verified (at HYBRID_ODD_SHAPES), not timed: they cover tails, not speed
+HYBRID_VERIFY_ONLY = {"hy_128x256", "hy_c2_128x112", "hy_64x64"}
 
 
 def _fmt(v, fmt: str) -> str:
@@ -135,14 +156,18 @@ def main() -> int:
     ap.add_argument("--thin", action="store_true",
                     help="the split-K / stream-K / small-tile points (THIN_POINTS) at SPLIT_ODD_SHAPES and THIN_SHAPES; "
                          "--points and --shapes (indices into THIN_SHAPES) narrow it further")
+    ap.add_argument("--hybrid", action="store_true",
+                    help="the stream-K hybrid (HYBRID_POINTS) at HYBRID_ODD_SHAPES and HYBRID_SHAPES; "
+                         "--points and --shapes (indices into HYBRID_SHAPES) narrow it further")
     args = ap.parse_args()
 
     fam, lim = Sm90Raw(), Limits()
-    names = args.points.split(",") if args.points else (THIN_POINTS if args.thin else list(POINTS))
+    default, pool, odd = ((THIN_POINTS, THIN_SHAPES, SPLIT_ODD_SHAPES) if args.thin else
+                          (HYBRID_POINTS, HYBRID_SHAPES, HYBRID_ODD_SHAPES) if args.hybrid else
+                          (list(POINTS), SHAPES, ODD_SHAPES))
+    names = args.points.split(",") if args.points else default
     points = {k: {**BASE, **POINTS[k]} for k in names}
-    pool = THIN_SHAPES if args.thin else SHAPES
     shapes = [pool[int(i)] for i in args.shapes.split(",")] if args.shapes else pool
-    odd = SPLIT_ODD_SHAPES if args.thin else ODD_SHAPES
     cfg = Config.load(build={"cache_dir": args.cache or tempfile.mkdtemp(prefix="sm90raw-")})
     ev = Evaluator(cfg)
     rows: list[dict] = []
@@ -160,7 +185,7 @@ def main() -> int:
                 why = fam.invalid(x, p, lim)
                 if why:
                     print(f"{str(p):18s} {name:24s} --- invalid here: {why}")
-                elif name not in broken:
+                elif name not in broken and not (phase == "time" and name in HYBRID_VERIFY_ONLY):
                     todo.append((name, x))
             t1 = time.monotonic()
             cands = [Candidate.made_by(f"sm90raw-{n}", fam.render(x, p), "template", "sm90raw", x) for n, x in todo]

@@ -134,8 +134,13 @@ def test_every_sampled_render_has_a_launch_spec_that_resolves_for_its_shape():
         assert valid, p
         for x in rng.sample(valid, min(8, len(valid))):
             ks = launch.parse(FAM.render(x, p)).resolve(p.M, p.N, p.K)
-            # split-K / stream-K points add the reduction (tests/test_sm90raw_splitk.py)
-            assert [k.name for k in ks] == ["sm90raw_hgemm"] + ["sm90raw_reduce"] * (len(ks) - 1), (p, x)
+            # split-K / stream-K points add the reduction (tests/test_sm90raw_splitk.py), hybrid points
+            # clear their flags first (tests/test_sm90raw_hybrid.py)
+            want = {"tiles": ["sm90raw_hgemm"], "streamk": ["sm90raw_hgemm", "sm90raw_reduce"],
+                    "hybrid": ["sm90raw_clear", "sm90raw_hgemm"]}[x["SCHED"]]
+            if x["SPLIT_K"] > 1:
+                want = ["sm90raw_hgemm", "sm90raw_reduce"]
+            assert [k.name for k in ks] == want, (p, x)
 
 
 # ---- invalid: each rule with its reason ---------------------------------------------------------

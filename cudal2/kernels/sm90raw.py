@@ -86,6 +86,15 @@ ALIGN_SLACK = 1024             # the template aligns the dynamic smem base up to
 RED_THREADS = 256              # sm90raw_reduce: threads per CTA, 8 output elements each
 MAX_WORKSPACE = 1 << 30        # fp32 partials beyond this are never worth it
 MIN_KTILES_PER_UNIT = 4        # a split or stream-K run shorter than this never fills the ring
+MAX_HYBRID_SEGMENTS = 5        # SCHED="hybrid": the most segments of a tile its owner adds in turn
+
+
+def hybrid_sk_items(items: int, workers: int) -> int:
+    """The items SCHED="hybrid" cuts over its stream-K wave: the last partial wave, or that plus the
+    last full one when the partial wave alone would give each worker less than half an item (a
+    tile would then be summed from many short segments, each partial tile a round trip)."""
+    rest = items % workers
+    return rest if 2 * rest >= workers or items < workers + rest else rest + workers
 
 
 class Sm90Raw(Family):
@@ -110,8 +119,9 @@ class Sm90Raw(Family):
         # sm90raw_reduce sums them in a fixed order (thin, long-K shapes whose tiles cannot fill the SMs)
         "SPLIT_K": (1, 2, 3, 4, 8),
         # "tiles": whole items per CTA (with SPLIT_K); "streamk": every CTA an equal run of all the k-tile
-        # iterations, partial tiles fixed up by sm90raw_reduce (against wave quantization)
-        "SCHED": ("tiles", "streamk"),
+        # iterations, partial tiles fixed up by sm90raw_reduce (against wave quantization); "hybrid":
+        # whole items for the full waves, then one stream-K wave over the rest, fixed up in the kernel
+        "SCHED": ("tiles", "streamk", "hybrid"),
     }
 
     def context(self, params: Params, p: Problem) -> dict[str, Any]:
@@ -128,7 +138,16 @@ class Sm90Raw(Family):
         epi = BM * BN * 2 if EPI == "tma" else 0
         prod, cons = REGS.get(C, (0, 0))
         units = items * S                              # split-K: (item, split) pairs
-        if sched == "streamk":
+        sk_items = dp_items = flags = 0
+        if sched == "hybrid":
+            grid = params["MAX_CTAS"] // CL * CL
+            workers = grid // CL
+            sk_items = hybrid_sk_items(items, workers)
+            dp_items = items - sk_items
+            slots = (workers + sk_items - 1) * CL      # slot (w + sk) * CL + rank per stream-K segment
+            flags = slots * C                          # one per slot and consumer warpgroup
+            per_cta_ktiles = dp_items // workers * ktiles + cdiv(sk_items * ktiles, workers)
+        elif sched == "streamk":
             grid = params["MAX_CTAS"] // CL * CL       # every SM, each an equal run of iterations
             workers = grid // CL
             slots = (workers + items - 1) * CL         # slot (w + item) * CL + rank per segment
@@ -138,11 +157,18 @@ class Sm90Raw(Family):
             workers = grid // CL
             slots = units * CL if S > 1 else 0
             per_cta_ktiles = cdiv(units, workers) * cdiv(ktiles, S)
-        ws = S > 1 or sched == "streamk"
+        ws = S > 1 or sched == "streamk"               # partials only: sm90raw_reduce writes C
+        fixup = sched == "hybrid"                      # partials fixed up in the kernel, which writes C
+        flag_offset = slots * BM * BN * 4
         return {
-            "SPLIT_K": S, "SCHED": sched, "WS": ws, "UNITS": units, "WORKERS": workers,
+            "SPLIT_K": S, "SCHED": sched, "WS": ws, "FIXUP": fixup, "UNIT_LOOP": ws or fixup,
+            "UNITS": units, "WORKERS": workers,
             "TOTAL_ITERS": items * ktiles, "PER_CTA_KTILES": per_cta_ktiles,
-            "WS_BYTES": slots * BM * BN * 4, "RED_THREADS": RED_THREADS,
+            "SK_ITEMS": sk_items, "DP_ITEMS": dp_items, "FLAGS": flags, "FLAG_OFFSET": flag_offset,
+            # the most segments one stream-K tile is cut into (its owner adds all but its own)
+            "SEGMENTS": cdiv(workers, sk_items) + 1 if fixup else 0,
+            "CLEAR_BLOCKS": cdiv(flags, RED_THREADS),
+            "WS_BYTES": flag_offset + cdiv(flags * 4, 16) * 16, "RED_THREADS": RED_THREADS,
             "RED_BLOCKS": cdiv(tiles * BM * BN // 8, RED_THREADS),
             "BK": BK, "THREADS": 128 * (1 + C), "WG_M": wg_m, "M_SUB": wg_m // 64, "ACC": (wg_m // 64) * BN // 2,
             "STAGE_BYTES": stage, "EPI_BYTES": epi,
@@ -214,10 +240,24 @@ class Sm90Raw(Family):
             return f"SPLIT_K={S}: one of {self.space['SPLIT_K']}"
         if sched not in self.space["SCHED"]:
             return f"SCHED={sched!r}: one of {self.space['SCHED']}"
+        if sched != "tiles" and S > 1:
+            return f"SCHED={sched} already cuts K over the CTAs: SPLIT_K must be 1, not {S}"
+        if d["FIXUP"]:
+            if d["ITEMS"] % d["WORKERS"] == 0:
+                return (f"SCHED=hybrid: the {d['ITEMS']} items divide evenly over the {d['WORKERS']} workers "
+                        "already (no partial wave to spread)")
+            if d["SK_ITEMS"] * d["KTILES"] < MIN_KTILES_PER_UNIT * d["WORKERS"]:
+                return (f"SCHED=hybrid: the stream-K wave's {d['SK_ITEMS'] * d['KTILES']} k tiles over "
+                        f"{d['WORKERS']} workers are fewer than {MIN_KTILES_PER_UNIT} each: the pipeline never fills")
+            if d["WS_BYTES"] > MAX_WORKSPACE:
+                return f"SCHED=hybrid: {d['WS_BYTES']} B of fp32 partials exceed {MAX_WORKSPACE} B"
+            if d["SEGMENTS"] > MAX_HYBRID_SEGMENTS:
+                return (f"SCHED=hybrid: {d['SK_ITEMS']} items over {d['WORKERS']} workers cut a tile into up to "
+                        f"{d['SEGMENTS']} segments, which its owner would add one after another; "
+                        "SCHED=streamk or SPLIT_K reduce in parallel")
+            return None
         if not d["WS"]:
             return None
-        if sched == "streamk" and S > 1:
-            return f"SCHED=streamk already cuts K over the CTAs: SPLIT_K must be 1, not {S}"
         what = f"SPLIT_K={S}" if S > 1 else "SCHED=streamk"
         if params["EPI"] != "direct":
             return (f"{what}: the partials are fp32 tiles in the workspace, which has no tensor map "
@@ -262,6 +302,7 @@ class Sm90Raw(Family):
     # 779/812, about 10% of the tile's time; 0.35e-12 made it 4% and ranked every direct point first.
     EPI_S_PER_ELEM = 1.0e-12 * 132
     LAUNCH_S = 3e-6
+    L2_TBPS = 5.5                     # what all SMs together write to (or read from) L2
 
     def prior(self, params: Params, p: Problem, lim: Limits) -> float:
         d = self.context(params, p)
@@ -286,6 +327,14 @@ class Sm90Raw(Family):
             return p.flops / t / 1e12
         tile_s = 2 * BM * BN * d["KTILES"] * BK / (self.SM_TFLOPS * 1e12 * eff) + epi
         t = cdiv(d["ITEMS"], d["GRID"] // CL) * tile_s
+        if d["FIXUP"]:
+            # hybrid: the whole items and an equal share of the stream-K wave's k tiles, an epilogue
+            # per item, and the fix-up: one fp32 partial tile written by every CTA at once, then the
+            # owner reads the other segments' one after another, at its share of L2; plus the
+            # launch that clears the flags
+            ktile_s = 2 * BM * BN * BK / (self.SM_TFLOPS * 1e12 * eff)
+            fix = BM * BN * 4 * (d["GRID"] + (d["SEGMENTS"] - 1) * lim.sm_count) / (self.L2_TBPS * 1e12)
+            t = d["PER_CTA_KTILES"] * ktile_s + (d["DP_ITEMS"] // d["WORKERS"] + 1) * epi + fix + self.LAUNCH_S
         t = max(t, p.min_bytes / dram) + self.LAUNCH_S
         if params["GROUP_M"] == 1 and d["TILES_M"] > 1 and d["TILES"] > d["GRID"]:
             t *= 1.03                                         # no L2 grouping on a multi-wave grid
