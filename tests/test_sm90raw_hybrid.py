@@ -3,8 +3,8 @@ rest, fixed up inside the kernel. The renders declare a workspace and two launch
 zeroes the flags, then sm90raw_hgemm); the render's own scheduler, compiled on the host with g++,
 covers every (tile, k tile) once, gives every published partial exactly one reader (the tile's
 owner) inside the workspace, and only ever makes a worker wait on a later worker's first stream-K
-segment (which it publishes before it waits on anything: no deadlock). Points build for sm_90a
-with no spills. Nothing here runs on a GPU (eval/sm90raw_check.py --hybrid does)."""
+segment, and every worker publishes before it waits (so no worker waits on a chain of others).
+Points build for sm_90a with no spills. Nothing here runs on a GPU (eval/sm90raw_check.py --hybrid does)."""
 
 import re
 import shutil
@@ -89,6 +89,7 @@ CASES = [
     (EDGE, point(BN=112, EPI="direct", CLUSTER=2, GROUP_M=4)),                  # odd TILES_M: padding tiles
     (Problem(2000, 3000, 1000), point(BN=256, EPI="direct", MAX_CTAS=128)),     # K tail, M and N tails
     (Problem(1025, 1001, 4104), point(BM=64, BN=64, CONSUMERS=1, EPI="direct", STAGES=4)),  # odd N, wave + 8
+    (Problem(4096, 4480, 2048), point(BN=128)),      # 32 x 35 = 1120 items: 8 left, so 140 in the stream-K wave
 ]
 IDS = [f"{p}-{x['BM']}x{x['BN']}-c{x['CLUSTER']}-{x['EPI']}" for p, x in CASES]
 
@@ -111,7 +112,7 @@ def test_render_launches_the_clear_then_the_kernel_with_the_workspace(p, x):
 def test_comments_name_the_technique():
     src = FAM.render(point(), Problem(4096, 4096, 4096))
     for word in ("stream-K hybrid", "red.release.gpu", "ld.acquire.gpu", "No deadlock", "worker order",
-                 "sm90raw_clear"):
+                 "sm90raw_clear", "k-synchronous"):
         assert word in src, word
 
 
@@ -126,6 +127,7 @@ int main() {
     for (int w = 0; w < WORKERS; ++w)
         for (int rank = 0; rank < CLUSTER; ++rank) {
             const int n = units_of(w);
+            bool waited = false;
             for (int u = 0; u < n; ++u) {
                 int im, tn, kt0, kt1, sk;
                 unit_of(w, u, im, tn, kt0, kt1, sk);
@@ -140,9 +142,10 @@ int main() {
                     if (slot < 0 || slot >= SLOTS) { ++bad; continue; }
                     writes[slot]++;
                     slot_tile[slot] = tile;
-                    bad += u != DP_PER_WORKER;             // only a worker's first stream-K segment publishes
+                    bad += waited;                         // publishes before it waits
                 } else if (kt1 < KTILES) {                 // the owner: waits for later workers
                     if (last_worker(sk) <= w) ++bad;
+                    waited = true;
                     for (int v = w + 1; v <= last_worker(sk); ++v) wanted.push_back({slot_of(v, sk, rank), tile});
                 }
             }
@@ -161,7 +164,8 @@ int main() {
 }
 """
 
-_FUNCS = ("item_of", "iter_begin", "worker_of", "sk_first", "units_of", "unit_of", "slot_of", "last_worker")
+_FUNCS = ("item_of", "iter_begin", "worker_of", "sk_first", "sk_count", "units_of", "sk_item", "unit_of", "slot_of",
+          "last_worker")
 
 
 def _function(src: str, name: str) -> str:

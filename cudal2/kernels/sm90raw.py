@@ -251,6 +251,15 @@ class Sm90Raw(Family):
                         f"{d['WORKERS']} workers are fewer than {MIN_KTILES_PER_UNIT} each: the pipeline never fills")
             if d["WS_BYTES"] > MAX_WORKSPACE:
                 return f"SCHED=hybrid: {d['WS_BYTES']} B of fp32 partials exceed {MAX_WORKSPACE} B"
+            if params["CONSUMERS"] == 1 and (params["EPI"] == "tma" or d["ACC"] > 64):
+                # surveyed 2026-11-24 (50 renders): every such render failed the judge's machine-code
+                # check, either the C descriptor's address through an R2UR uniformity loop (paramflow
+                # refuses a branch on it) or a 255-register function that nvdisasm 13.2 cannot list
+                # with life ranges (the check fails closed); two consumers, or one with the direct
+                # epilogue and at most 64 accumulators, built clean
+                return (f"SCHED=hybrid with one consumer warpgroup, EPI={params['EPI']} and {d['ACC']} accumulators "
+                        "per thread: ptxas turns the fix-up into code the judge's machine-code check refuses; "
+                        "use two consumers, or EPI=direct with at most 64 accumulators")
             if d["SEGMENTS"] > MAX_HYBRID_SEGMENTS:
                 return (f"SCHED=hybrid: {d['SK_ITEMS']} items over {d['WORKERS']} workers cut a tile into up to "
                         f"{d['SEGMENTS']} segments, which its owner would add one after another; "
@@ -302,7 +311,11 @@ class Sm90Raw(Family):
     # 779/812, about 10% of the tile's time; 0.35e-12 made it 4% and ranked every direct point first.
     EPI_S_PER_ELEM = 1.0e-12 * 132
     LAUNCH_S = 3e-6
-    L2_TBPS = 5.5                     # what all SMs together write to (or read from) L2
+    # The hybrid's fix-up, as an effective rate for its partial tiles: calibrated on the H100
+    # (results/sm90raw_hybrid_h100_2026-11-24.json, 128x256 tiles): the stream-K wave cost 20-40 us
+    # more than its balance saved (at 4096^3 and 2048x8192x8192 ~20 us, which 5.5 TB/s of L2 put at 9);
+    # what is not traffic is the two k slices in flight instead of one, and the segment boundaries.
+    L2_TBPS = 2.2
 
     def prior(self, params: Params, p: Problem, lim: Limits) -> float:
         d = self.context(params, p)
