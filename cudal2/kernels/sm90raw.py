@@ -29,7 +29,15 @@ for wave quantization on 132 SMs); options:
   sm90raw_reduce adds an item's segments in worker order. Every tile goes through the workspace
   (no data-parallel first wave, no in-kernel fix-up with flags): simple and deterministic, and
   paid for in partials traffic, which the prior charges.
-Both require EPI="direct" (the contract has no tensor map over the workspace). The small-tile
+Both require EPI="direct" (the contract has no tensor map over the workspace).
+- SCHED="hybrid": the items that fill whole waves as whole tiles (any epilogue), then one
+  stream-K wave over the rest (`hybrid_sk_items`), fixed up in the kernel: a segment that does not
+  start at k = 0 publishes its fp32 partial (flag: red.release.gpu), the tile's owner waits
+  (ld.acquire.gpu) and adds the later segments in worker order, deterministic; stream-K segments
+  walk k downwards so the workers share two k slices in L2, not one each. A first launch,
+  sm90raw_clear, zeroes the flags in the workspace. Measured on the H100: +1.6% over whole tiles
+  at 8192x8192x12288, even at 8192^3, a loss at 4096^3 and wherever a wave is short (the fix-up
+  costs 20-40 us; the prior knows). The small-tile
 path for thin, long-K shapes is BM=64 (one consumer warpgroup, one wgmma m64 per k16 step) with
 BN=64..128 plus split-K, e.g. 128x1024x16384 as 64x64 tiles x 4 splits = 128 CTAs. A 32-row tile
 is not offered: wgmma's M is 64 per warpgroup, so it would multiply 32 rows of zeros and be no
@@ -38,8 +46,7 @@ faster than 64 rows.
 Not covered yet (issue 12 lists them): Hilbert order (within the ~132 tiles in flight it would
 make the footprint only a few percent squarer than GROUP_M=8/16; a version that rendered the walk
 as a __constant__ table was removed when contract v2 began refusing module constant data, and a
-walk computed in the kernel is not written), a stream-K hybrid (whole tiles
-for the full waves, stream-K for the last), clusters along N (A multicast), 128 x N ping-pong
+walk computed in the kernel is not written), clusters along N (A multicast), 128 x N ping-pong
 consumers, a TMA-store (or reduce-scatter in the cluster) epilogue for the partials.
 
 Guarantees: `invalid` rejects, with a reason, every point the template cannot build or run for
@@ -49,14 +56,15 @@ cluster over a single tile row, split-K or stream-K with EPI=tma or with each ot
 over 1 GiB), plus pure waste (a tile far larger than the problem, stages the whole run never
 fills, a grid cap that changes nothing, splits or stream-K runs of fewer than 4 k tiles, split-K
 when the tiles already fill the SMs twice, stream-K when the items divide evenly over the workers
-or make more than 4 waves); `context` gives the template the derived
+or make more than 4 waves, a hybrid whose tiles would be cut into more than MAX_HYBRID_SEGMENTS
+segments, and hybrid points the judge's machine-code check was found to refuse: one consumer with
+EPI=tma or more than 64 accumulators); `context` gives the template the derived
 constants, which it re-derives and static_asserts, so the launch block, the header and the kernel
 agree or the build fails. Every point valid at 4096^3 (180 distinct kernels) was built with no
-spills when this was written; the split-K and stream-K points were built (no spills) but, as of
-this writing, not yet run on a GPU.
+spills when this was written; split-K, stream-K and hybrid points were built with no spills and
+run on the H100 (eval/sm90raw_check.py --thin, --hybrid).
 
-Does not: measure anything, and has not been run on a GPU by its author: the first GPU check is
-eval/sm90raw_check.py. The prior is an uncalibrated throughput model: it rewards full waves,
+Does not: measure anything; the GPU checks are eval/sm90raw_check.py. The prior is an uncalibrated throughput model: it rewards full waves,
 large tiles (shared-memory bandwidth per wgmma) and two or three consumer warpgroups, and charges
 padding, the exposed epilogue, HBM streamed by too few CTAs, and the partials' round trip and
 second launch of split-K and stream-K (so split-K wins where tiles alone leave SMs idle and K is
