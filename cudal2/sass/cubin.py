@@ -87,6 +87,7 @@ HARMLESS = {
     "CTAIDZ_USED", "CTA_PER_CLUSTER", "EXPLICIT_CLUSTER", "MAX_CLUSTER_RANK", "BLOCKS_ARE_CLUSTERS",
     "RESERVED_SMEM_USED", "RESERVED_SMEM_0_SIZE", "WMMA_USED", "EXTERNS",
     "COOP_GROUP_MASK_REGIDS",  # one mask register id per COOP_GROUP offset; those never move, registers never change
+    "REG_RECONFIG",            # a flag record (no value): the kernel uses setmaxnreg (the sm90raw family)
 }
 
 FMT_SVAL = 0x04  # u16 size, then that many bytes; every other format is a 4-byte record
