@@ -64,7 +64,8 @@ agree or the build fails. Every point valid at 4096^3 (180 distinct kernels) was
 spills when this was written; split-K, stream-K and hybrid points were built with no spills and
 run on the H100 (eval/sm90raw_check.py --thin, --hybrid).
 
-Does not: measure anything; the GPU checks are eval/sm90raw_check.py. The prior is an uncalibrated throughput model: it rewards full waves,
+Does not: measure anything (the GPU checks are eval/sm90raw_check.py). The prior is a throughput
+model, calibrated on a few H100 checks (the epilogue, the hybrid's fix-up): it rewards full waves,
 large tiles (shared-memory bandwidth per wgmma) and two or three consumer warpgroups, and charges
 padding, the exposed epilogue, HBM streamed by too few CTAs, and the partials' round trip and
 second launch of split-K and stream-K (so split-K wins where tiles alone leave SMs idle and K is
