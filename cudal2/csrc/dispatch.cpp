@@ -220,6 +220,28 @@ bool run(Kernel& k, void* a, void* b, void* c, void* ws, int32_t M, int32_t N, i
   return true;
 }
 
+// The shape's kernel, loading a pending entry on its first call; nullptr: not served here.
+Kernel* find_kernel(int64_t M, int64_t N, int64_t K) {
+  auto it = g_table.find(shape_key(M, N, K));
+  if (it != g_table.end()) return it->second;
+  if ((g_pending.empty() && g_ranged.empty()) || !load_pending(M, N, K)) return nullptr;
+  it = g_table.find(shape_key(M, N, K));
+  return it == g_table.end() ? nullptr : it->second;
+}
+
+// `run`, counting a hit; a launch that fails takes the kernel out of the table, so every later call
+// of the shape goes to the vendor.
+bool launch(Kernel& k, void* a, void* b, void* c, void* ws, int64_t M, int64_t N, int64_t K, CUstream stream) {
+  if (!run(k, a, b, c, ws, int32_t(M), int32_t(N), int32_t(K), stream)) {
+    std::lock_guard<std::mutex> lock(g_mu);
+    k.disabled = "a launch failed";
+    g_table.erase(shape_key(M, N, K));
+    return false;
+  }
+  k.hits->fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
 at::Tensor serve(const at::Tensor& x, const at::Tensor& w, const c10::optional<at::Tensor>& bias) {
   if (bias.has_value() && bias->defined()) return vendor(x, w, bias, BIAS);
   if (x.scalar_type() != at::kHalf || w.scalar_type() != at::kHalf || !x.is_cuda() || !w.is_cuda() ||
@@ -229,14 +251,11 @@ at::Tensor serve(const at::Tensor& x, const at::Tensor& w, const c10::optional<a
   const int64_t K = w.size(1), N = w.size(0);
   if (x.size(-1) != K || K == 0) return vendor(x, w, bias, NOT_DENSE_FP16);
   const int64_t M = x.numel() / K;
-  auto it = g_table.find(shape_key(M, N, K));
-  if (it == g_table.end()) {
-    if ((g_pending.empty() && g_ranged.empty()) || !load_pending(M, N, K)) return vendor(x, w, bias, NO_ENTRY);
-    it = g_table.find(shape_key(M, N, K));
-  }
+  Kernel* const kp = find_kernel(M, N, K);
+  if (kp == nullptr) return vendor(x, w, bias, NO_ENTRY);
   if (reinterpret_cast<uintptr_t>(x.data_ptr()) % 256 || reinterpret_cast<uintptr_t>(w.data_ptr()) % 256)
     return vendor(x, w, bias, UNALIGNED);
-  Kernel& k = *it->second;
+  Kernel& k = *kp;
   std::vector<int64_t> out_shape(x.sizes().begin(), x.sizes().end());
   out_shape.back() = N;
   at::Tensor c = at::empty(out_shape, x.options());
@@ -246,14 +265,8 @@ at::Tensor serve(const at::Tensor& x, const at::Tensor& w, const c10::optional<a
   // compile this file, and it is the stream F.linear would use.
   const CUstream stream = static_cast<CUstream>(
       c10::impl::VirtualGuardImpl(c10::DeviceType::CUDA).getStream(x.device()).native_handle());
-  if (!run(k, x.data_ptr(), w.data_ptr(), c.data_ptr(), k.ws_bytes ? ws.data_ptr() : nullptr, int32_t(M),
-           int32_t(N), int32_t(K), stream)) {
-    std::lock_guard<std::mutex> lock(g_mu);
-    k.disabled = "a launch failed";
-    g_table.erase(shape_key(M, N, K));
+  if (!launch(k, x.data_ptr(), w.data_ptr(), c.data_ptr(), k.ws_bytes ? ws.data_ptr() : nullptr, M, N, K, stream))
     return vendor(x, w, bias, FAILED);
-  }
-  k.hits->fetch_add(1, std::memory_order_relaxed);
   return c;
 }
 
@@ -264,22 +277,10 @@ at::Tensor serve(const at::Tensor& x, const at::Tensor& w, const c10::optional<a
 // allocates and launches); 2: a launch failed (its kernel left the table, as in `serve`). Counts
 // hits only: the caller counts its own fallbacks.
 int launch_ptrs(int64_t M, int64_t N, int64_t K, uint64_t a, uint64_t b, uint64_t c, uint64_t stream) {
-  auto it = g_table.find(shape_key(M, N, K));
-  if (it == g_table.end()) {
-    if ((g_pending.empty() && g_ranged.empty()) || !load_pending(M, N, K)) return 1;
-    it = g_table.find(shape_key(M, N, K));
-  }
-  Kernel& k = *it->second;
-  if (a % 256 || b % 256 || k.ws_bytes) return 1;
-  if (!run(k, reinterpret_cast<void*>(a), reinterpret_cast<void*>(b), reinterpret_cast<void*>(c), nullptr,
-           int32_t(M), int32_t(N), int32_t(K), reinterpret_cast<CUstream>(stream))) {
-    std::lock_guard<std::mutex> lock(g_mu);
-    k.disabled = "a launch failed";
-    g_table.erase(shape_key(M, N, K));
-    return 2;
-  }
-  k.hits->fetch_add(1, std::memory_order_relaxed);
-  return 0;
+  Kernel* const k = find_kernel(M, N, K);
+  if (k == nullptr || a % 256 || b % 256 || k->ws_bytes) return 1;
+  return launch(*k, reinterpret_cast<void*>(a), reinterpret_cast<void*>(b), reinterpret_cast<void*>(c), nullptr,
+                M, N, K, reinterpret_cast<CUstream>(stream)) ? 0 : 2;
 }
 
 // Python side: register one kernel for one shape. launches: [(fn_handle, grid, block, cluster,
