@@ -44,6 +44,9 @@ def test_words_ptxas_reads_for_special_registers_pass(insn):
     ("S2R R9, SR_SWINHI", "SR_SWINHI"),
     ("QSPC.E.L P0, RZ, [UR4]", "isspacep"),                   # a search for the local window's base
     ("@P1 QSPC.E.S P0, RZ, [R2.64]", "isspacep"),
+    ("S2UR UR4, SR_PM0", "performance monitors"),           # %pm0: a counter that outlives the launch
+    ("S2R R3, SR_PM7", "performance monitors"),
+    ("@!P0 PMTRIG 0x1", "performance monitors"),             # pmevent bumps it
 ])
 def test_constant_reads_outside_the_parameters_and_allowed_words_are_refused(insn, says):
     found = _check(insn)
@@ -60,7 +63,7 @@ def test_an_instruction_outside_every_kernel_is_refused():
                                   "z_newline_string_stsm_gridid.cu", "z_newline_string_imma_gridid.cu",
                                   "zz_tma_coord_param_address.cu", "zz_shared_window_gridid.cu",
                                   "zz_local_window_gridid.cu", "zz_qspc_local_search_gridid.cu",
-                                  "zz_ring_tail_counter.cu"])
+                                  "zz_ring_tail_counter.cu", "zz_pm_counter.cu"])
 def test_the_machine_code_rule_stands_without_the_ptx_rules(tmp_path, monkeypatch, name):
     # Nine PTX-rule bypasses were found by spelling; with that layer off, the cubin is still refused
     # (the last six by following the parameter bank's address, `paramflow`).

@@ -16,7 +16,9 @@ Guarantees:
   parameters (their size from the cubin's CBANK_PARAM_SIZE record); and a read of either window's
   base (the local one at 0x20, the shared one from `SR_SWINHI`/`SR_SWINLO`), from which a
   constant offset reaches the parameter bank, and any test of an address's space (`QSPC`, from
-  `isspacep`), which finds a window's base by search;
+  `isspacep`), which finds a window's base by search; and the performance monitors (`SR_PM*`
+  reads, from %pm0..%pm7, and `PMTRIG`, from pmevent): per-SM counters that no launch resets and
+  no scrub reaches;
 - it fails closed: without nvdisasm, with a listing that disagrees with the cubin's bytes, or
   with instructions it cannot place in a kernel, the cubin is refused with the reason.
 
@@ -72,6 +74,12 @@ _WINDOW_SREG = re.compile(r"\bSR_[SL]WIN\w*")
 # was (the review after the window rule: it then reached %gridid as before). Whether an address
 # is in a space is refused too (QSPC, every space; no honest cubin of the survey emits it).
 _SPACE_TEST = "QSPC"
+# The SM's performance monitors: counters a kernel can bump (pmevent -> PMTRIG) and read
+# (%pm0..%pm7 -> SR_PM*) that outlive the launch, so a call could count the calls before it on its
+# SM with no memory at all (a review after the QSPC rule: it built). Honest kernels use neither
+# (none of the survey's cubins does); `%clock` and `%globaltimer` are other registers, still allowed.
+_PM_SREG = re.compile(r"\bSR_PM\w*")
+_PM_TRIGGER = "PMTRIG"
 _ALLOWED = frozenset(b for off, (n, _) in DRIVER_WORDS.items() for b in range(off, off + n))
 
 _CONST = re.compile(r"\bc\[(0x[0-9a-f]+)\]\[([^\]]*)\]")
@@ -120,6 +128,9 @@ def check(listings: dict[str, Listing], params: dict[str, int]) -> list[str]:
                                          "generic addresses of shared or local memory are not allowed (index "
                                          "__shared__ and local arrays directly; give another CTA of the cluster data "
                                          "with st.async to the address mapa gives, not by reading its memory)")
+            if (m := _PM_SREG.search(i.text)) or i.base == _PM_TRIGGER:
+                bad.setdefault("pm", f"`{i.text}` in {kernel} uses the SM's performance monitors "
+                                     f"({m.group() if m else 'pmevent'}): counters that outlive a launch; not allowed")
             if i.base == _SPACE_TEST:
                 bad.setdefault("space", f"`{i.text}` in {kernel} tests which memory space an address is in "
                                         "(isspacep): a search for a window's base; not allowed (a kernel knows "
