@@ -164,7 +164,7 @@ int main() {
 }
 """
 
-_FUNCS = ("item_of", "iter_begin", "worker_of", "sk_first", "sk_count", "units_of", "sk_item", "unit_of", "slot_of",
+_FUNCS = ("item_of", "iter_begin", "worker_of", "sk_first", "sk_count", "segment_of", "units_of", "sk_item", "unit_of", "slot_of",
           "last_worker")
 
 

@@ -189,7 +189,7 @@ def _host_check_source(src: str, x: dict) -> str:
     loop bounds and slot expressions, wrapped in a host program that counts violations."""
     consts = src[src.index("constexpr int kM"):src.index("// ---- registers")]
     funcs = re.findall(r"^__device__ __forceinline__ (?:void|int|long long) (?:item_of|item_index|unit_of|iter_begin|"
-                       r"worker_of)\(.*?^}\n|^__device__ __forceinline__ long long iter_begin.*?\n", src, re.S | re.M)
+                       r"worker_of|segment_of)\(.*?^}\n|^__device__ __forceinline__ long long iter_begin.*?\n", src, re.S | re.M)
     sched = re.search(r"^    // (?:Split|Stream)-K: (?:this|worker).*?constexpr int U_STEP = [^;]*;\n", src, re.S | re.M)
     slot = re.search(r"float\* slot = P \+ size_t\((.*)\) \* SLOT_FLOATS;", src)
     body = src[src.index("sm90raw_reduce(const float"):]
