@@ -335,10 +335,10 @@ class Sm90Raw(Family):
                * (1.02 if CL > 1 else 1.0))
         epi = BM * BN * self.EPI_S_PER_ELEM * (0.2 if params["EPI"] == "tma" else 1.0)
         dram = self.DRAM_TBPS * 1e12 * min(1.0, d["GRID"] / self.DRAM_CTAS)
+        ktile_s = 2 * BM * BN * BK / (self.SM_TFLOPS * 1e12 * eff)     # one k tile of one output tile
         if d["WS"]:
             # split-K / stream-K: the busiest CTA's k tiles, an fp32 epilogue (twice the bytes) per
             # unit or segment, then the partials' round trip and the reduction's own launch
-            ktile_s = 2 * BM * BN * BK / (self.SM_TFLOPS * 1e12 * eff)
             if d["SCHED"] == "streamk":
                 segments = cdiv(d["PER_CTA_KTILES"], d["KTILES"]) + 1
             else:
@@ -347,16 +347,16 @@ class Sm90Raw(Family):
             t = max(t, p.min_bytes / dram) + self.LAUNCH_S
             t += (2 * d["WS_BYTES"] + 2 * p.M * p.N) / (self.DRAM_TBPS * 1e12) + self.LAUNCH_S
             return p.flops / t / 1e12
-        tile_s = 2 * BM * BN * d["KTILES"] * BK / (self.SM_TFLOPS * 1e12 * eff) + epi
-        t = cdiv(d["ITEMS"], d["GRID"] // CL) * tile_s
         if d["FIXUP"]:
             # hybrid: the whole items and an equal share of the stream-K wave's k tiles, an epilogue
             # per item, and the fix-up: one fp32 partial tile written by every CTA at once, then the
             # owner reads the other segments' one after another, at its share of L2; plus the
             # launch that clears the flags
-            ktile_s = 2 * BM * BN * BK / (self.SM_TFLOPS * 1e12 * eff)
             fix = BM * BN * 4 * (d["GRID"] + (d["SEGMENTS"] - 1) * lim.sm_count) / (self.L2_TBPS * 1e12)
             t = d["PER_CTA_KTILES"] * ktile_s + (d["DP_ITEMS"] // d["WORKERS"] + 1) * epi + fix + self.LAUNCH_S
+        else:
+            tile_s = 2 * BM * BN * d["KTILES"] * BK / (self.SM_TFLOPS * 1e12 * eff) + epi
+            t = cdiv(d["ITEMS"], d["GRID"] // CL) * tile_s
         t = max(t, p.min_bytes / dram) + self.LAUNCH_S
         if params["GROUP_M"] == 1 and d["TILES_M"] > 1 and d["TILES"] > d["GRID"]:
             t *= 1.03                                         # no L2 grouping on a multi-wave grid
