@@ -202,12 +202,62 @@ def test_moves_and_offsets_by_constants_pass():
 ])
 def test_a_use_in_a_listing_is_refused(rows, says):
     bad = run(*rows)
-    assert bad and says in bad[-1], bad
+    assert any(says in b for b in bad if "TMA descriptor" not in b), bad
 
 
 def test_a_tma_instruction_may_hold_it_in_its_brackets():
     # the unmarked registers after a bracketed one are that operand's (coordinates)
-    assert run(ULDC, "UMOV UR10, UR4 | UR4 | UR10", "UTMALDG.2D [UR8], [UR14] | UR8 UR9 UR10 UR11 UR14 UR15", EXIT) == []
+    assert run(ULDC, "UMOV UR10, UR4 | UR4 | UR10", "UMOV UR14, UR4 | UR4 | UR14", "UMOV UR15, UR5 | UR5 | UR15",
+               "UTMALDG.2D [UR8], [UR14] | UR8 UR9 UR10 UR11 UR14 UR15", EXIT) == []
+
+
+# --- a TMA descriptor is a harness parameter on every path ---------------------------------------
+
+DESC = ("UIADD3 UR14, UP0, UR4, 0x70, URZ | UR4 | UR14 UP0", "UIADD3.X UR15, URZ, UR5, URZ, UP0, !UPT | UR5 UP0 | UR15")
+TMA = "UTMALDG.2D [UR8], [UR14] | UR8 UR9 UR14 UR15"
+FROM_GLOBAL = "LDG.E.64 R6, desc[UR10][R2.64] | UR10 UR11 R2 R3 | R6 R7"
+# ptxas's single-issue idiom: lanes where P1 fails offset the address and move it to the uniform
+# registers; the warp votes on P1, and the instruction runs where some lane had !P1.
+VOTED = (ULDC_R, "@!P1 IADD3 R6, P0, R2, 0x170, RZ | P1 R2 | R6 P0", "VOTEU.ALL UP0, P1 | P1 | UP0",
+         "@!P1 IMAD.X R7, RZ, RZ, R3, P0 | P1 R3 P0 | R7", "@!P1 R2UR UR14, R6 | P1 R6 | UR14",
+         "@!P1 R2UR UR15, R7 | P1 R7 | UR15")
+
+
+@pytest.mark.parametrize("rows", [
+    (ULDC, *DESC, TMA, EXIT),
+    (*VOTED, "@!UP0 " + TMA, EXIT),
+    # a uniform guard holding the same vote as the one the offset was made under
+    (ULDC, "VOTEU.ALL UP1, P2 | P2 | UP1", *(f"@!UP1 {d.replace('| U', '| UP1 U', 1)}" for d in DESC),
+     "VOTEU.ALL UP0, P2 | P2 | UP0", "@!UP0 " + TMA.replace("| ", "| UP0 "), EXIT),
+])
+def test_a_descriptor_from_the_parameters_passes(rows):
+    assert run(*rows) == []
+
+
+@pytest.mark.parametrize("rows", [
+    (ULDC, FROM_GLOBAL, "R2UR UR14, R6 | R6 | UR14", "R2UR UR15, R7 | R7 | UR15", TMA, EXIT),    # from global memory
+    (FROM_GLOBAL, "R2UR UR14, R6 | R6 | UR14", "R2UR UR15, R7 | R7 | UR15", TMA, EXIT),          # nothing loads 0x198
+    # the parameter on one path, global memory on the other
+    (ULDC, *DESC, "@P0 BRA `(.L_x_1) | P0", FROM_GLOBAL, "R2UR UR14, R6 | R6 | UR14", ".L_x_1:", TMA, EXIT),
+    (ULDC, *DESC, "@P3 R2UR UR14, R6 | P3 R6 | UR14", TMA, EXIT),                                  # a guarded overwrite
+    (ULDC, *DESC, "@P3 " + TMA.replace("UR14", "UR20").replace("UR15", "UR21"), EXIT),              # another register
+    # the vote's predicate written again before the offset
+    (VOTED[0], "VOTEU.ALL UP0, P1 | P1 | UP0", "ISETP.NE.AND P1, PT, R9, RZ, PT | R9 | P1", *VOTED[1:2], *VOTED[3:],
+     "@!UP0 " + TMA, EXIT),
+    # a lane lost between the vote and the offset
+    (VOTED[0], "VOTEU.ALL UP0, P1 | P1 | UP0", "@P4 EXIT | P4", *VOTED[1:2], *VOTED[3:], "@!UP0 " + TMA, EXIT),
+    # the vote says some lane had !P1, the registers were written under P1
+    (*[r.replace("@!P1", "@P1") for r in VOTED], "@!UP0 " + TMA, EXIT),
+])
+def test_a_descriptor_from_anywhere_else_is_refused(rows):
+    bad = run(*rows)
+    assert any("TMA descriptor" in b for b in bad), bad
+
+
+def test_a_descriptor_loaded_from_global_memory_is_refused(tmp_path):
+    # a real cubin: a tensor map's address read from memory (one the kernel could have written)
+    bad = check(tmp_path, "ld.global.u64 %d1, [%o]; prefetch.tensormap [%d1]; prefetch.tensormap [%g];")
+    assert any("TMA descriptor" in b for b in bad), bad
 
 
 @pytest.mark.parametrize("kill", ["UMOV UR4, URZ | | UR4", "R2UR UR4, R7 | R7 | UR4", "R2UR P0, UR4, R7 | R7 | P0 UR4"])

@@ -204,6 +204,7 @@ class Judge:
         self.cand = load(req) if req else None
         self.checks: dict = {}
         self._cublas: Cublas | None = None
+        self._flush: cp.ndarray | None = None
 
     def close(self) -> None:
         if self.cand is not None and hasattr(self.cand, "close"):
@@ -214,6 +215,13 @@ class Judge:
         if self._cublas is None:
             self._cublas = _shared_cublas(self.stream)
         return self._cublas
+
+    @property
+    def flush(self) -> cp.ndarray:
+        """The L2 flush buffer (2x the L2, zeros between flushes), one per judging."""
+        if self._flush is None:
+            self._flush = cp.empty(int(self.cfg.timing.flush_l2_factor * device().l2_bytes), dtype=cp.uint8)
+        return self._flush
 
     # --- one call, with the per-call checks ------------------------------------------------
     def workspace_bytes(self, p: Problem) -> int:
@@ -236,6 +244,10 @@ class Judge:
         guards.Guard([t.c], t.p.K, ws=[w], ws_bytes=t.ws_bytes).prep()
         guards.scrub()   # nothing an earlier call left in shared or local memory or registers
         release_memory()  # nor in a free block of the pool
+        # The L2 as a timed call finds it: C just written by the prep but flushed out, so no call
+        # can tell verification from timing by how fast its own output or operands load.
+        with self.stream:
+            timing.flush_l2(self.flush)
         self.guarded_call(a, b, c, t.p, w, t.ws_bytes, stage, v.call_timeout_s)
         self.drain_device(stage, v.call_timeout_s)   # the device is idle after the call
         if not t.inputs_intact():
@@ -396,7 +408,7 @@ class Judge:
                 self.drain_device(Stage.TIMING, timeout)
             return _Rig(sets, core, gd)
 
-        flush = cp.empty(int(tc.flush_l2_factor * dev.l2_bytes), dtype=cp.uint8)
+        flush = self.flush
 
         def fresh(r: _Rig, n: str, i: int | None = None) -> None:
             # Before every replay, every set; before a server call, a baseline's set, and for

@@ -27,6 +27,16 @@ one `nvdisasm -c -hex -plr -lrm narrow` run, each word checked against the cubin
   from it (a carry out, `R2UR`'s uniformity flag), and no offset by a register; a shuffle (`SHFL`)
   may not read a register that may hold it at any point of the cubin, since the lane it reads
   may be elsewhere;
+- a TMA instruction whose descriptor (its last bracket) is not, on every path, the address plus
+  a constant (a must-analysis over the same graph, `_surely_transfer`): the tensor-memory unit
+  takes a descriptor from global memory too, and one the kernel wrote there is a channel no rule
+  reads (the descriptor cache, the edited fields). ptxas issues TMA from one lane with a guarded
+  offset, an `R2UR` under the guard and a `VOTEU` of the guard's predicate as the instruction's
+  own guard; the analysis correlates exactly that: a fact taken under a guard literal holds under
+  the same literal or a uniform predicate holding the same vote, and a uniform register written
+  under a lane predicate holds where a vote says some lane had it (a vote is forgotten where its
+  predicate is rewritten or a lane may leave: a divergent branch, an exit, a call); anything else
+  is refused (none of the 555 TMA cubins on this machine was, but the attack);
 - it fails closed: a cubin nvdisasm cannot list or whose listing disagrees with its bytes is
   refused, and in a cubin that loads the address at all, an indirect branch or call (`BRX`,
   `JMX`, `JMP`, `CALL` to a register) or a branch to a label it cannot find is refused, since the
@@ -45,8 +55,8 @@ under the same guard, the guard's predicate not written since); a call clears no
 row in the table lists what the callee may clobber, and the graph follows the callee).
 
 Does not:
-- check which descriptor an offset lands on (the tensor-memory unit reads a descriptor from the
-  parameter space and faults on anything else);
+- check which descriptor an offset lands on: a constant offset from the parameter bank reaches
+  another window only at a distance the worker's random pad makes a guess;
 - judge what a TMA instruction's shared address, coordinates or cache policy (its other bracketed
   operands) give away when they hold the address: ptxas leaves registers there that may hold it
   on some path (refusing those would refuse 52 of the 305 honest sm90raw points of the eleventh
@@ -253,8 +263,125 @@ def _use_allowed(s: _Step, tainted: set[str]) -> bool:
     return False
 
 
+def _descriptor(s: _Step) -> set[str]:
+    """The registers naming a TMA instruction's descriptor: its last bracket's (the only one of
+    `UTMACCTL`/`UTMAPF`, the second of a load, store or reduction), each with the other half of
+    its 64-bit pair."""
+    brackets = [b for op in s.ins.operands if not op.startswith("desc[") for b in _BRACKET.findall(op)]
+    if not brackets:
+        return set()
+    regs = {m.group() for m in re.finditer(r"U?R\d+", brackets[-1])}
+    return regs | {re.sub(r"\d+$", lambda m: str(int(m.group()) + 1), r) for r in regs}
+
+
+def _neg(literal: str) -> str:
+    return literal[1:] if literal.startswith("!") else "!" + literal
+
+
+# What may take lanes out of a warp (a divergent branch, an exit, a call): a vote taken before it
+# says nothing about the lanes after it.
+_LANES = ("BRA", "EXIT", "RET", "CALL", "BREAK", "KILL", "WARPSYNC", "BSYNC")
+
+
+def _surely_transfer(s: _Step, facts: frozenset) -> frozenset:
+    """Facts on what holds the address plus a constant on every path (a must-analysis):
+    ("r", register, condition): it does wherever `condition` (a guard literal; None: always) held
+    when it was written, the condition's predicate unwritten since; for a uniform register written
+    by a guarded `R2UR`, wherever some active lane had it. ("v", UPk, kind, literal): UPk is the
+    `VOTEU.ALL`/`.ANY` of `literal` over the warp's lanes, neither rewritten since nor a lane lost.
+    An unguarded load of the address, or a move or constant offset (`_moves`) of registers that
+    hold it (all on one condition at most), makes what it writes hold it under its guard and that
+    condition; any other write (a call's clobbers included) unmakes it, except where a guarded one
+    leaves a fact taken under the opposite guard."""
+    regs = {(f[1], f[2]) for f in facts if f[0] == "r"}
+    votes = {f for f in facts if f[0] == "v"}
+    c = s.cond
+    gen: str | None | bool = False   # False: nothing made; else the condition of what it makes
+    if s.loads:
+        gen = c
+    elif s.base in _PROPAGATE and "c[" not in s.text and _moves(s) and s.sources():
+        conds = [{x for r2, x in regs if r2 == r} for r in s.sources()]
+        if all(conds):
+            lits = set.intersection(*[cs for cs in conds if None not in cs] or [{None}])
+            d = None if all(None in cs for cs in conds) else (min(lits, key=str) if lits else False)
+            gen = False if d is False else (d if c is None else c if d in (None, c) else False)
+    out = set()
+    for r, x in regs:
+        if r not in s.may:
+            out.add((r, x))
+        elif c is not None and s.base != "CALL" and (x == _neg(c) or (x is None and gen is not False)):
+            out.add((r, x))   # where the guard fails the old value stays
+    if gen is not False:
+        out |= {(w, gen) for w in s.may}
+    if preds := {w for w in s.may if "P" in w}:
+        out = {(r, x) for r, x in out if x is None or _pred(x) not in preds}
+        votes = {v for v in votes if v[1] not in preds and _pred(v[3]) not in preds}
+    if s.base in _LANES and ".U" not in s.ins.opcode and not (s.base == "BRA" and s.cond is None):
+        votes = set()
+    if s.base == "VOTEU" and c is None and len(ops := s.ins.operands) == 2 and (
+            kind := next((k for k in ("ALL", "ANY") if f".{k}" in s.ins.opcode), None)) and _pred(ops[1]) != ops[0]:
+        votes.add(("v", ops[0], kind, ops[1]))
+    return frozenset({("r", r, x) for r, x in out} | votes)
+
+
+def _sure(reg: str, guard: str | None, facts: frozenset) -> bool:
+    """Whether `reg` holds the address plus a constant where an instruction under `guard` runs: on
+    every path, or under the guard itself, or under a uniform predicate holding the same vote as
+    the guard, or (a uniform register) under a lane predicate that the guard's vote says some lane
+    had."""
+    votes = {f[1]: (f[2], f[3]) for f in facts if f[0] == "v"}
+
+    def canon(lit: str):   # a uniform literal by the vote it holds, when one is known
+        v = votes.get(_pred(lit))
+        return (v[0], lit.startswith("!"), v[1]) if v else lit
+
+    for f in facts:
+        if f[0] != "r" or f[1] != reg:
+            continue
+        x = f[2]
+        if x is None or (guard and canon(x) == canon(guard)):
+            return True
+        if guard and reg.startswith("UR") and isinstance(g := canon(guard), tuple):
+            # !ALL(l): some lane had !l; ANY(l): some lane had l
+            if (g[0], g[1]) == ("ALL", True) and x == _neg(g[2]) or (g[0], g[1]) == ("ANY", False) and x == g[2]:
+                return True
+    return False
+
+
+def _unsure_descriptors(steps: list[_Step], succ: list[list[int]]) -> str:
+    """The first TMA instruction whose descriptor is not, on every path, the parameter bank's
+    generic address plus a constant (a must-analysis over the graph: the meet is the intersection,
+    a function's first instruction starts from nothing)."""
+    preds: list[list[int]] = [[] for _ in steps]
+    for k, out in enumerate(succ):
+        for t in out:
+            preds[t].append(k)
+    top = None
+    held_in: list[frozenset | None] = [top] * len(steps)
+    for k, s in enumerate(steps):
+        if k == 0 or steps[k - 1].section != s.section:
+            held_in[k] = frozenset()
+    work = [k for k in range(len(steps)) if held_in[k] is not None]
+    while work:
+        k = work.pop()
+        out = _surely_transfer(steps[k], held_in[k])
+        for t in succ[k]:
+            if t == 0 or steps[t - 1].section != steps[t].section:
+                continue   # a function's start holds nothing, whoever calls it
+            new = out if held_in[t] is None else held_in[t] & out
+            if new != held_in[t]:
+                held_in[t] = new
+                work.append(t)
+    for k, s in enumerate(steps):
+        if s.base in _TMA and not all(_sure(r, s.cond, held_in[k] or frozenset()) for r in _descriptor(s)):
+            return (f"`{s.text}` in {s.section} names a TMA descriptor that is not, on every path, one of the "
+                    "harness's parameters (the parameter bank's generic address plus a constant)")
+    return ""
+
+
 def check(listings: dict[str, Listing]) -> list[str]:
-    """What the disassembled cubin does with the parameter bank's generic address that it may not."""
+    """What the disassembled cubin does with the parameter bank's generic address that it may not,
+    and a TMA descriptor from anywhere else."""
     steps = [_step(ins, name) for name, lst in listings.items() for ins in lst.instrs]
     bad: dict[str, str] = {}
     for s in steps:
@@ -262,6 +389,9 @@ def check(listings: dict[str, Listing]) -> list[str]:
             bad.setdefault("read", f"`{s.text}` in {s.section} reads the parameter bank's generic address (0x198) "
                                    "other than by a plain load into registers")
     if not any(s.loads for s in steps):
+        if tma := next((s for s in steps if s.base in _TMA and _descriptor(s)), None):
+            bad["descriptor"] = (f"`{tma.text}` in {tma.section} names a TMA descriptor, and nothing loads the "
+                                 "parameter bank's address: it is not one of the harness's parameters")
         return list(bad.values())   # nothing ever holds the address: no graph to follow
     # (without its table a function's implicit operands, a quad's last three registers say, are
     # unseen: every real function marks something, if only the stack pointer's load)
@@ -291,6 +421,8 @@ def check(listings: dict[str, Listing]) -> list[str]:
                                   "parameter bank's generic address or a value computed from it: it may only be "
                                   "moved, offset by constants and given to a TMA instruction")
             break
+    if unsure := _unsure_descriptors(steps, succ):
+        bad["descriptor"] = unsure
     return list(bad.values())
 
 

@@ -4,10 +4,9 @@
 // leaves it there; the next call first issues a TMA load through that workspace address without
 // writing it. The harness refills the workspace with random bytes through the generic proxy; if
 // the TMA unit's cache still held the edited descriptor, the zero-filled rows would reveal the
-// counter. Builds (no rule requires a TMA descriptor to be a harness parameter). OPEN, not
-// measured on a GPU: most likely the cache is not kept across launches and the random bytes
-// decoded as a descriptor fault the first call. Should fail at a verification stage (a fault) or
-// pass gaining nothing.
+// counter. Refused at build: a TMA instruction's descriptor must be, on every path, the parameter
+// bank's generic address plus a constant (paramflow's must-analysis), and this one comes from the
+// workspace. (Whether the cache would have carried anything was never measured.)
 /* cudal2-launch
 {"workspace": "4096",
  "kernels": [{"name": "k", "grid": ["cdiv(N, 32)", "cdiv(M, 4)"], "block": [128, 1, 1],
