@@ -10,6 +10,9 @@ verified and timed at five big shapes. Run on the GPU machine; nothing is assert
   python eval/sm90raw_check.py --out r.json --hybrid        stream-K hybrid (in-kernel fix-up) beside the same
                                                             points with whole tiles: verify at HYBRID_ODD_SHAPES,
                                                             then verify + time at HYBRID_SHAPES
+  python eval/sm90raw_check.py --out r.json --hilbert       ORDER=hilbert beside the same points in grouped
+                                                            order: verify at HILBERT_ODD_SHAPES, then verify +
+                                                            time at HILBERT_SHAPES
   ... --deadline 540    start no new shape after this many seconds (default 540: under ~10 min of GPU)
 
 The points go from the simplest kernel (1 producer + 2 consumer warpgroups, 128x256 tile,
@@ -68,9 +71,15 @@ HYBRID_SHAPES = [Problem(8192, 8192, 8192), Problem(4096, 4096, 4096), Problem(4
                  Problem(8192, 8192, 12288), Problem(2048, 8192, 8192)]
 HYBRID_ODD_SHAPES = [Problem(1025, 1001, 4104), Problem(600, 1000, 4096), Problem(2000, 3000, 1000),
                      Problem(4095, 2056, 1032)]
+# Hilbert order against GROUP_M strips: big outputs of many waves (where the items in flight decide
+# what the L2 holds), and verification on wide, tall and odd item grids, with split-K (item_index).
+HILBERT_SHAPES = [Problem(4096, 4096, 4096), Problem(8192, 8192, 8192), Problem(12288, 12288, 4096),
+                  Problem(2048, 8192, 8192)]
+HILBERT_ODD_SHAPES = [Problem(6000, 700, 2048), Problem(1025, 1001, 4104), Problem(4095, 2056, 1032),
+                      Problem(257, 135, 4104)]
 
 BASE = dict(BM=128, BN=256, CONSUMERS=2, STAGES=4, GROUP_M=8, EPI="direct", CLUSTER=1, MAX_CTAS=132,
-            SPLIT_K=1, SCHED="tiles")
+            SPLIT_K=1, SCHED="tiles", ORDER="grouped")
 SMALL = dict(BM=64, CONSUMERS=1)
 POINTS = {
     # the first version: 1 producer + 2 consumers x 64 rows, no cluster, stores from registers
@@ -108,13 +117,21 @@ POINTS = {
     "hy_128x256": dict(SCHED="hybrid"),
     "hy_c2_128x112": dict(BN=112, CLUSTER=2, SCHED="hybrid"),
     "hy_64x64": dict(SMALL, BN=64, SCHED="hybrid"),
+    # ---- Hilbert order ----
+    "hb_tma_128x256_s3": dict(EPI="tma", STAGES=3, ORDER="hilbert"),
+    "hb_c2_tma_128x256_s3": dict(CLUSTER=2, EPI="tma", STAGES=3, ORDER="hilbert"),
+    "hb_hy_tma_128x256_s3": dict(EPI="tma", STAGES=3, SCHED="hybrid", ORDER="hilbert"),
+    "hb_sk3_64x80": dict(SMALL, BN=80, SPLIT_K=3, ORDER="hilbert"),
+    "hb_128x112": dict(BN=112, ORDER="hilbert"),
 }
 THIN_POINTS = ["tma_128x256_s3", "small_64x128", "sk8_64x128", "sk4_64x64_s8", "sk2_64x128_s6", "sk3_64x80",
                "sk4_128x128", "sk2_128x128_c2", "streamk_64x96", "streamk_128x112_c2"]
 HYBRID_POINTS = ["tma_128x256_s3", "hy_tma_128x256_s3", "c2_tma_128x256_s3", "hy_c2_tma_128x256_s3", "hy_128x256",
                  "hy_c2_128x112", "hy_64x64"]
-# points only verified (at HYBRID_ODD_SHAPES), not timed: they cover tails, not speed
-HYBRID_VERIFY_ONLY = {"hy_128x256", "hy_c2_128x112", "hy_64x64"}
+HILBERT_POINTS = ["tma_128x256_s3", "hb_tma_128x256_s3", "c2_tma_128x256_s3", "hb_c2_tma_128x256_s3",
+                  "hy_tma_128x256_s3", "hb_hy_tma_128x256_s3", "hb_sk3_64x80", "hb_128x112"]
+# points only verified (at the odd shapes), not timed: they cover tails, not speed
+VERIFY_ONLY = {"hy_128x256", "hy_c2_128x112", "hy_64x64", "hb_sk3_64x80", "hb_128x112"}
 
 
 def _fmt(v, fmt: str) -> str:
@@ -159,11 +176,15 @@ def main() -> int:
     ap.add_argument("--hybrid", action="store_true",
                     help="the stream-K hybrid (HYBRID_POINTS) at HYBRID_ODD_SHAPES and HYBRID_SHAPES; "
                          "--points and --shapes (indices into HYBRID_SHAPES) narrow it further")
+    ap.add_argument("--hilbert", action="store_true",
+                    help="ORDER=hilbert beside grouped order (HILBERT_POINTS) at HILBERT_ODD_SHAPES and "
+                         "HILBERT_SHAPES; --points and --shapes (indices into HILBERT_SHAPES) narrow it further")
     args = ap.parse_args()
 
     fam, lim = Sm90Raw(), Limits()
     default, pool, odd = ((THIN_POINTS, THIN_SHAPES, SPLIT_ODD_SHAPES) if args.thin else
                           (HYBRID_POINTS, HYBRID_SHAPES, HYBRID_ODD_SHAPES) if args.hybrid else
+                          (HILBERT_POINTS, HILBERT_SHAPES, HILBERT_ODD_SHAPES) if args.hilbert else
                           (list(POINTS), SHAPES, ODD_SHAPES))
     names = args.points.split(",") if args.points else default
     points = {k: {**BASE, **POINTS[k]} for k in names}
@@ -185,7 +206,7 @@ def main() -> int:
                 why = fam.invalid(x, p, lim)
                 if why:
                     print(f"{str(p):18s} {name:24s} --- invalid here: {why}")
-                elif name not in broken and not (phase == "time" and name in HYBRID_VERIFY_ONLY):
+                elif name not in broken and not (phase == "time" and name in VERIFY_ONLY):
                     todo.append((name, x))
             t1 = time.monotonic()
             cands = [Candidate.made_by(f"sm90raw-{n}", fam.render(x, p), "template", "sm90raw", x) for n, x in todo]

@@ -2,7 +2,8 @@
 builders: wgmma.mma_async m64nNk16 (N up to 256) fed from 128B-swizzled shared memory that TMA
 (cp.async.bulk.tensor.2d) fills, an mbarrier ring of STAGES stages with full/empty barriers, one
 producer warpgroup (setmaxnreg.dec) and 1-3 consumer warpgroups (setmaxnreg.inc), and a persistent
-grid that walks the output tiles in grouped (GROUP_M) order. sm_90a only.
+grid that walks the output tiles in grouped (GROUP_M) or generalized Hilbert order (ORDER). sm_90a
+only.
 
 The family renders contract v2 (docs/kernel-contract.md): a device-only file, one shape per
 render, whose `/* cudal2-launch */` block asks the harness for the TMA descriptors (A and B with
@@ -43,10 +44,11 @@ BN=64..128 plus split-K, e.g. 128x1024x16384 as 64x64 tiles x 4 splits = 128 CTA
 is not offered: wgmma's M is 64 per warpgroup, so it would multiply 32 rows of zeros and be no
 faster than 64 rows.
 
-Not covered yet (issue 12 lists them): Hilbert order (within the ~132 tiles in flight it would
-make the footprint only a few percent squarer than GROUP_M=8/16; a version that rendered the walk
-as a __constant__ table was removed when contract v2 began refusing module constant data, and a
-walk computed in the kernel is not written), clusters along N (A multicast), 128 x N ping-pong
+ORDER="hilbert" walks the items along a generalized Hilbert curve over the item grid (any
+rectangle), computed in the kernel by descending to the part that holds an item (contract v2
+refuses module constant data, so the walk cannot be a table).
+
+Not covered yet (issue 12 lists them): clusters along N (A multicast), 128 x N ping-pong
 consumers, a TMA-store (or reduce-scatter in the cluster) epilogue for the partials.
 
 Guarantees: `invalid` rejects, with a reason, every point the template cannot build or run for
@@ -116,6 +118,8 @@ class Sm90Raw(Family):
         "CONSUMERS": (2, 1, 3),
         "STAGES": (4, 3, 5, 6, 8),
         "GROUP_M": (8, 1, 4, 16),
+        # the walk over the output's items: GROUP_M-row strips, or a generalized Hilbert curve
+        "ORDER": ("grouped", "hilbert"),
         # "direct": stores from the accumulators; "tma": stmatrix into swizzled staging + TMA store,
         # overlapped with the next tile's mainloop (needs N % 8 == 0 for the C tensor map)
         "EPI": ("direct", "tma"),
@@ -170,6 +174,7 @@ class Sm90Raw(Family):
         fixup = sched == "hybrid"                      # partials fixed up in the kernel, which writes C
         flag_offset = slots * BM * BN * 4
         return {
+            "ORDER": params.get("ORDER", "grouped"),
             "SPLIT_K": S, "SCHED": sched, "WS": ws, "FIXUP": fixup, "UNIT_LOOP": ws or fixup,
             "UNITS": units, "WORKERS": workers,
             "TOTAL_ITERS": items * ktiles, "PER_CTA_KTILES": per_cta_ktiles,
@@ -227,6 +232,11 @@ class Sm90Raw(Family):
             return f"CLUSTER={CL}: each CTA multicasts BN/{CL} = {BN // CL} rows of B, not a multiple of 8"
         if CL > 1 and d["TILES_M"] < CL:
             return f"CLUSTER={CL} along M: the {p.M}-row output has only {d['TILES_M']} tile row(s) of {BM}"
+        if params.get("ORDER", "grouped") not in self.space["ORDER"]:
+            return f"ORDER={params['ORDER']!r}: one of {self.space['ORDER']}"
+        if params.get("ORDER") == "hilbert" and params["GROUP_M"] != self.space["GROUP_M"][0]:
+            return (f"ORDER=hilbert ignores GROUP_M={params['GROUP_M']} "
+                    f"(the same kernel as GROUP_M={self.space['GROUP_M'][0]})")
         if params["MAX_CTAS"] > lim.sm_count:
             return f"MAX_CTAS={params['MAX_CTAS']} exceeds the {lim.sm_count} SMs: a persistent grid is one wave"
         why = self._invalid_split(params, p, lim, d)
@@ -358,7 +368,7 @@ class Sm90Raw(Family):
             tile_s = 2 * BM * BN * d["KTILES"] * BK / (self.SM_TFLOPS * 1e12 * eff) + epi
             t = cdiv(d["ITEMS"], d["GRID"] // CL) * tile_s
         t = max(t, p.min_bytes / dram) + self.LAUNCH_S
-        if params["GROUP_M"] == 1 and d["TILES_M"] > 1 and d["TILES"] > d["GRID"]:
+        if params["GROUP_M"] == 1 and d["ORDER"] == "grouped" and d["TILES_M"] > 1 and d["TILES"] > d["GRID"]:
             t *= 1.03                                         # no L2 grouping on a multi-wave grid
         return p.flops / t / 1e12
 
