@@ -57,3 +57,22 @@ def test_the_address_pad_is_a_random_whole_number_of_pages_made_once():
     size = buffers.pad_address_space()
     assert size % buffers.PAGE == 0 and 0 <= size < buffers.PAD_PAGES * buffers.PAGE
     assert buffers.pad_address_space() == size
+
+
+def test_randomize_leaves_nothing_of_what_was_stored():
+    x = cp.full(1 << 20, 0x5EED, dtype=cp.uint64)
+    buffers.randomize(x)
+    first = x.copy()
+    buffers.randomize(x)
+    assert int((first == 0x5EED).sum()) == 0 and int((first == x).sum()) == 0
+
+
+def test_the_judges_scrub_rewrites_its_cublaslt_workspaces():
+    from cudal2.harness import judge
+    from cudal2.problem import Problem
+    judge._shared_lt(Problem(256, 256, 256), 1)
+    ws = [w for _, w in judge._shared["lt"].values()]
+    for w in ws:
+        w.view(cp.uint64)[:] = 0x5EED
+    judge.scrub_chip()
+    assert all(int((w.view(cp.uint64) == 0x5EED).sum()) == 0 for w in ws)

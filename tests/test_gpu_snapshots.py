@@ -69,3 +69,16 @@ def test_each_replay_arms_independently_at_fresh_keys():
         assert 1.6 < sum(counts) / len(counts) < 2.4 and len(set(counts)) > 2   # about 2, not always 2
         snaps.arm(graph, None)
         assert len(snaps.armed) == SETS
+
+
+def test_arming_rewrites_every_row_of_the_snapshot_buffer():
+    # a row left unarmed is read by nobody: it must not keep what a call stored there
+    stream = cp.cuda.Stream(non_blocking=True)
+    with stream:
+        C = [cp.zeros((8, 8), cp.float16) for _ in range(SETS)]
+        snaps = snapshots.Snapshots(C, stream, SETS)
+        graph = timing.capture(stream, lambda i: C[i].fill(1), list(range(SETS)), after=snaps.capture)
+        snaps.buf.fill(0x5E)
+        snaps.arm(graph, 0)
+        stream.synchronize()
+        assert not snaps.armed and int((snaps.buf == 0x5E).sum()) < snaps.buf.size // 64

@@ -18,6 +18,10 @@ Guarantees:
 - `pad_address_space` (the worker calls it first) moves a process's later allocations by a random
   number of 2 MiB pages, so no operand sits at a repeatable distance from the parameter bank.
 
+- `randomize` overwrites a buffer of the harness's own with fresh random bytes (the judge does so
+  to its cuBLASLt workspaces before every candidate call, and snapshots to their rows before
+  every replay: memory a kernel can reach that no check reads back).
+
 Does not: protect memory outside its arenas (the harness's own small tables, the driver's) or
 synchronize, except `damage`, which reads its count back. What C and the workspace hold before a
 call is written by `guards.prep`.
@@ -130,6 +134,14 @@ class Arena:
         """(the region whose end lies last before `offset`, or -1; bytes past that end)."""
         before = [(offset - (o + s), i) for i, (o, s) in enumerate(zip(self.offsets, self.sizes)) if o + s <= offset]
         return (min(before)[1], min(before)[0]) if before else (-1, offset)
+
+
+def randomize(x: cp.ndarray) -> None:
+    """Enqueue: every byte of `x` (contiguous, a multiple of 8 bytes) overwritten with keyed PRF
+    output under a fresh seed, so nothing a kernel stored there survives to a later call."""
+    words = x.nbytes // 8
+    rawkernels.function(_SRC, "cudal2_background")((_blocks(words),), (256,),
+                                                 (x, np.int64(words), np.uint64(secrets.randbits(64))))
 
 
 def new_seed() -> int:

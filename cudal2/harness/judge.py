@@ -30,7 +30,8 @@ Guarantees, in order (the first failure stops the run and is recorded with its s
   baselines' own buffers in another). Before every replay (offline) or call (server) of every
   runner, untimed, `guards` regenerate the smaller operand densely (no timed call sees inputs an
   earlier call saw; Gaussian, or in one replay of three the cancelling case), randomize
-  workspaces and C, scrub the chip before the candidate's, and flush the L2. After each of the
+  workspaces and C, scrub the chip before the candidate's (and rewrite the harness's cuBLASLt
+  workspaces with random bytes), and flush the L2. After each of the
   candidate's replays and calls, once it has drained: a spot check of every call's output at
   positions drawn from a key new to that check, against operands recomputed from the generator
   (the log read at once), then both operands compared with the generator and the arena's
@@ -172,6 +173,15 @@ def _shared_cublas(stream: cp.cuda.Stream) -> Cublas:
     return _shared["cublas"]
 
 
+def scrub_chip() -> None:
+    """Before a candidate's call or replay: `guards.scrub` (shared and local memory, registers), and
+    the harness's cuBLASLt workspaces (one per recent shape) rewritten with random bytes: the
+    candidate can reach them with a guessed offset, and no check reads them back."""
+    guards.scrub()
+    for _, ws in _shared.get("lt", {}).values():
+        buffers.randomize(ws)
+
+
 def _shared_lt(p: Problem, k: int):
     """The cuBLASLt plan and its heuristic's algorithms for `p`, kept for the last few shapes."""
     from cudal2.harness.cublaslt import LtGemm
@@ -242,7 +252,7 @@ class Judge:
         # Fresh workspace bytes and C values (a new key: they never repeat between calls).
         a, b, c, w = t.ptrs
         guards.Guard([t.c], t.p.K, ws=[w], ws_bytes=t.ws_bytes).prep()
-        guards.scrub()   # nothing an earlier call left in shared or local memory or registers
+        scrub_chip()   # nothing an earlier call left in shared or local memory or registers
         release_memory()  # nor in a free block of the pool
         # The L2 as a timed call finds it: C just written by the prep but flushed out, so no call
         # can tell verification from timing by how fast its own output or operands load.
@@ -420,7 +430,7 @@ class Judge:
             else:
                 r.gd[n].prep(i, 1)
             if n == "candidate":
-                guards.scrub()   # no call finds on the chip what an earlier one left there
+                scrub_chip()   # no call finds on the chip what an earlier one left there
             if i is None:   # (a server call's flush is the server loop's own)
                 timing.flush_l2(flush)   # the sets come from memory, as in a run over more data than the L2 holds
 
@@ -657,7 +667,7 @@ class Judge:
         kept = r.sets.C[i].copy()
         with self.stream:
             g.prep(regen_x=False)
-            guards.scrub()
+            scrub_chip()
             timing.flush_l2(flush)
             r.core["candidate"](i)
             self.wait(Stage.TIMING, timeout)
@@ -679,7 +689,7 @@ class Judge:
         with self.stream:
             kept = {i: sets.C[i].copy() for i in sample}
             guard.prep(regen_x=False)
-            guards.scrub()
+            scrub_chip()
             timing.flush_l2(flush)
             snaps.arm(graph, self.cfg.timing.snapshot_calls)
             graph.launch(self.stream)
