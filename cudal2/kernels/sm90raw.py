@@ -370,6 +370,10 @@ class Sm90Raw(Family):
         t = max(t, p.min_bytes / dram) + self.LAUNCH_S
         if params["GROUP_M"] == 1 and d["ORDER"] == "grouped" and d["TILES_M"] > 1 and d["TILES"] > d["GRID"]:
             t *= 1.03                                         # no L2 grouping on a multi-wave grid
+        if d["ORDER"] == "hilbert":
+            # measured beside GROUP_M=8 at 128x256 (results/sm90raw_hilbert_h100_2026-11-24.json):
+            # even at 4096^3 and 2048x8192x8192, 1-2.5% slower at 8192^3 and 12288x12288x4096
+            t *= 1.01
         return p.flops / t / 1e12
 
 

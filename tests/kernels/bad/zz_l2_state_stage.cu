@@ -6,7 +6,8 @@
 // Builds. Must be caught at "timing": every timed call's output is spot-checked at positions new to
 // that check, and a sample of sets in full (the judge's design: knowing the stage buys nothing);
 // a verification stage if the clock threshold misfires there. From a review after the QSPC rule.
-// (Hardening not done: flushing the L2 before verification calls too would remove the signal.)
+// Closed since: the judge flushes the L2 before verification calls too, so both look alike; on the
+// H100 it then did all the work in every call and passed at its honest speed.
 // cudal2-shapes: 257x136x1032
 /* cudal2-launch
 {"kernels": [{"name": "k", "grid": ["cdiv(N, 32)", "cdiv(M, 4)"], "block": [128, 1, 1],
