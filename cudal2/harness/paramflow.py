@@ -352,12 +352,7 @@ def _unsure_descriptors(steps: list[_Step], succ: list[list[int]]) -> str:
     """The first TMA instruction whose descriptor is not, on every path, the parameter bank's
     generic address plus a constant (a must-analysis over the graph: the meet is the intersection,
     a function's first instruction starts from nothing)."""
-    preds: list[list[int]] = [[] for _ in steps]
-    for k, out in enumerate(succ):
-        for t in out:
-            preds[t].append(k)
-    top = None
-    held_in: list[frozenset | None] = [top] * len(steps)
+    held_in: list[frozenset | None] = [None] * len(steps)   # None: not reached yet (the top)
     for k, s in enumerate(steps):
         if k == 0 or steps[k - 1].section != s.section:
             held_in[k] = frozenset()
