@@ -13,6 +13,7 @@ verified and timed at five big shapes. Run on the GPU machine; nothing is assert
   python eval/sm90raw_check.py --out r.json --hilbert       ORDER=hilbert beside the same points in grouped
                                                             order: verify at HILBERT_ODD_SHAPES, then verify +
                                                             time at HILBERT_SHAPES
+  ... --server-gap-us 0   server mode's idle gap before each call (default: the config's 100 us)
   ... --deadline 540    start no new shape after this many seconds (default 540: under ~10 min of GPU)
 
 The points go from the simplest kernel (1 producer + 2 consumer warpgroups, 128x256 tile,
@@ -170,6 +171,8 @@ def main() -> int:
     ap.add_argument("--verify-only", action="store_true", help="only the verification phase at ODD_SHAPES")
     ap.add_argument("--skip-odd", action="store_true", help="skip the verification phase at ODD_SHAPES")
     ap.add_argument("--deadline", type=float, default=540.0, help="start no new shape after this many seconds")
+    ap.add_argument("--server-gap-us", type=float, default=None,
+                    help="server mode's mean idle gap before each call (default: the config's)")
     ap.add_argument("--thin", action="store_true",
                     help="the split-K / stream-K / small-tile points (THIN_POINTS) at SPLIT_ODD_SHAPES and THIN_SHAPES; "
                          "--points and --shapes (indices into THIN_SHAPES) narrow it further")
@@ -189,7 +192,8 @@ def main() -> int:
     names = args.points.split(",") if args.points else default
     points = {k: {**BASE, **POINTS[k]} for k in names}
     shapes = [pool[int(i)] for i in args.shapes.split(",")] if args.shapes else pool
-    cfg = Config.load(build={"cache_dir": args.cache or tempfile.mkdtemp(prefix="sm90raw-")})
+    timing = {} if args.server_gap_us is None else {"server_gap_us": args.server_gap_us}
+    cfg = Config.load(build={"cache_dir": args.cache or tempfile.mkdtemp(prefix="sm90raw-")}, timing=timing)
     ev = Evaluator(cfg)
     rows: list[dict] = []
     broken: set[str] = set()       # points that failed verification somewhere: not tried again
