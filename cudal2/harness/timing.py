@@ -124,7 +124,7 @@ extern "C" __global__ void cudal2_hold(const volatile unsigned* flag, unsigned s
     } while (t - t0 < max_ns);
 }
 """
-_hold: tuple | None = None   # (kernel, pinned flag as a numpy view, its pointer, last seq)
+_hold: tuple | None = None   # (pinned flag as a numpy view, its memory, last seq)
 
 
 def hold(stream: cp.cuda.Stream, max_s: float = 1.0) -> Callable[[], None]:
@@ -137,12 +137,13 @@ def hold(stream: cp.cuda.Stream, max_s: float = 1.0) -> Callable[[], None]:
         mem = cp.cuda.alloc_pinned_memory(4)
         flag = np.frombuffer(mem, dtype=np.uint32, count=1)
         flag[0] = 0
-        _hold = (cp.RawKernel(_HOLD_SRC, "cudal2_hold"), flag, mem, 0)
-    kernel, flag, mem, seq = _hold
+        _hold = (flag, mem, 0)
+    flag, mem, seq = _hold
     seq = (seq + 1) & 0xFFFFFFFF or 1
-    _hold = (kernel, flag, mem, seq)
+    _hold = (flag, mem, seq)
     with stream:
-        kernel((1,), (1,), (np.uint64(mem.ptr), np.uint32(seq), np.uint64(int(max_s * 1e9))))
+        rawkernels.function(_HOLD_SRC, "cudal2_hold")((1,), (1,), (np.uint64(mem.ptr), np.uint32(seq),
+                                                                 np.uint64(int(max_s * 1e9))))
 
     def release() -> None:
         flag[0] = seq
