@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 import random
+import secrets
 import time
 from typing import Callable
 
@@ -124,7 +125,7 @@ extern "C" __global__ void cudal2_hold(const volatile unsigned* flag, unsigned s
     } while (t - t0 < max_ns);
 }
 """
-_hold: tuple | None = None   # (pinned flag as a numpy view, its memory, last seq)
+_hold: tuple | None = None   # (pinned flag as a numpy view, its memory, the last word released)
 
 
 def hold(stream: cp.cuda.Stream, max_s: float = 1.0) -> Callable[[], None]:
@@ -138,8 +139,12 @@ def hold(stream: cp.cuda.Stream, max_s: float = 1.0) -> Callable[[], None]:
         flag = np.frombuffer(mem, dtype=np.uint32, count=1)
         flag[0] = 0
         _hold = (flag, mem, 0)
-    flag, mem, seq = _hold
-    seq = (seq + 1) & 0xFFFFFFFF or 1
+    flag, mem, last = _hold
+    # a fresh random word each call, not a count: the flag is memory a kernel could find, and a
+    # counter there would number the server calls for it
+    seq = last
+    while seq in (last, 0):
+        seq = secrets.randbits(32)
     _hold = (flag, mem, seq)
     with stream:
         rawkernels.function(_HOLD_SRC, "cudal2_hold")((1,), (1,), (np.uint64(mem.ptr), np.uint32(seq),
