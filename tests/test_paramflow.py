@@ -248,6 +248,9 @@ def test_a_descriptor_from_the_parameters_passes(rows):
     (VOTED[0], "VOTEU.ALL UP0, P1 | P1 | UP0", "@P4 EXIT | P4", *VOTED[1:2], *VOTED[3:], "@!UP0 " + TMA, EXIT),
     # the vote says some lane had !P1, the registers were written under P1
     (*[r.replace("@!P1", "@P1") for r in VOTED], "@!UP0 " + TMA, EXIT),
+    # a uniform register is the warp's one value: lanes under !P1 overwrite what lanes under P1 moved
+    (*VOTED, "@P1 R2UR UR14, R9 | P1 R9 | UR14", "VOTEU.ANY UP1, !P1 | P1 | UP1",
+     "@UP1 " + TMA.replace("| ", "| UP1 "), EXIT),
 ])
 def test_a_descriptor_from_anywhere_else_is_refused(rows):
     bad = run(*rows)

@@ -292,7 +292,8 @@ def _surely_transfer(s: _Step, facts: frozenset) -> frozenset:
     An unguarded load of the address, or a move or constant offset (`_moves`) of registers that
     hold it (all on one condition at most), makes what it writes hold it under its guard and that
     condition; any other write (a call's clobbers included) unmakes it, except where a guarded one
-    leaves a fact taken under the opposite guard."""
+    leaves a fact taken under the opposite guard (not of a uniform register under a lane guard:
+    that is the warp's one value, which any lane under the guard replaces)."""
     regs = {(f[1], f[2]) for f in facts if f[0] == "r"}
     votes = {f for f in facts if f[0] == "v"}
     c = s.cond
@@ -309,8 +310,12 @@ def _surely_transfer(s: _Step, facts: frozenset) -> frozenset:
     for r, x in regs:
         if r not in s.may:
             out.add((r, x))
-        elif c is not None and s.base != "CALL" and (x == _neg(c) or (x is None and gen is not False)):
-            out.add((r, x))   # where the guard fails the old value stays
+        elif c is not None and s.base != "CALL" and (
+                (x == _neg(c) and not (r.startswith("U") and not c.lstrip("!").startswith("U")))
+                or (x is None and gen is not False)):
+            # where the guard fails the old value stays; but a uniform register written under a
+            # lane predicate is the warp's one value, replaced if any lane had the guard
+            out.add((r, x))
     if gen is not False:
         out |= {(w, gen) for w in s.may}
     if preds := {w for w in s.may if "P" in w}:
