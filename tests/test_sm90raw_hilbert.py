@@ -100,7 +100,7 @@ def test_the_renders_walk_is_the_reference_curve_and_item_index_inverts_it(p, x,
     d = FAM.context(x, p)
     src = FAM.render(x, p)
     consts = src[src.index("constexpr int kM"):src.index("// ---- registers")]
-    funcs = ["hsgn", "habs", "hilbert_step", "hilbert_root", "item_of"] + (["item_index"] if d["WS"] else [])
+    funcs = ["hsgn", "habs", "hilbert_inside", "hilbert_step", "hilbert_root", "item_of"] + (["item_index"] if d["WS"] else [])
     prog = ("#include <cstddef>\n#define __device__\n#define __forceinline__ inline\nnamespace {\n" + consts
             + "".join(_function(src, f) for f in funcs) + "}\n"
             + _HOST_MAIN.replace("INDEX", "item_index(im, tn)" if d["WS"] else "-1"))

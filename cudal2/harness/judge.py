@@ -659,9 +659,10 @@ class Judge:
             fresh(r, "candidate", i)
             self.wait(Stage.TIMING, timeout)
             timing.idle(random.expovariate(1.0 / (tc.server_gap_us * 1e-6)) if tc.server_gap_us else 0.0)
-            timing.spin(self.stream, 50)
+            release = timing.hold(self.stream)   # as in the timed server calls
             timing.flush_l2(flush)
             r.core["candidate"](i)
+            release()
         checked(r, "candidate", i, 1)
         self.check_sets(r.sets, "a server call", [i])
         kept = r.sets.C[i].copy()

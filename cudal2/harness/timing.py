@@ -109,7 +109,6 @@ extern "C" __global__ void cudal2_spin(unsigned long long ns) {
     } while (t - t0 < ns);
 }
 """
-_spin_kernel = None
 
 # Held until the host says the timed work is queued: the host writes `seq` into a word of pinned
 # host memory (mapped into the device's address space under UVA) after its last enqueue; the
@@ -159,11 +158,8 @@ def spin(stream: cp.cuda.Stream, us: float) -> None:
     """Keep the GPU busy for `us` microseconds on `stream` (one sleeping thread), so that the host
     enqueues the timed work behind it: the start event then cannot fire before the call is queued,
     and host launch latency stays out of the measurement."""
-    global _spin_kernel
-    if _spin_kernel is None:
-        _spin_kernel = cp.RawKernel(_SPIN_SRC, "cudal2_spin")
     with stream:
-        _spin_kernel((1,), (1,), (np.uint64(int(us * 1000)),))
+        rawkernels.function(_SPIN_SRC, "cudal2_spin")((1,), (1,), (np.uint64(int(us * 1000)),))
 
 
 def _stats(samples_us: list[float]) -> Timing:
