@@ -19,8 +19,9 @@ Guarantees:
   number of 2 MiB pages, so no operand sits at a repeatable distance from the parameter bank.
 
 - `randomize` overwrites a buffer of the harness's own with fresh random bytes (the judge does so
-  to its cuBLASLt workspaces before every candidate call, and snapshots to their rows before
-  every replay: memory a kernel can reach that no check reads back).
+  to its cuBLAS and cuBLASLt workspaces and the server hold's pinned block before every candidate
+  call, and snapshots to their rows before every replay: memory a kernel can reach that no check
+  reads back).
 
 Does not: protect memory outside its arenas (the harness's own small tables, the driver's) or
 synchronize, except `damage`, which reads its count back. What C and the workspace hold before a
@@ -139,9 +140,15 @@ class Arena:
 def randomize(x: cp.ndarray) -> None:
     """Enqueue: every byte of `x` (contiguous, a multiple of 8 bytes) overwritten with keyed PRF
     output under a fresh seed, so nothing a kernel stored there survives to a later call."""
-    words = x.nbytes // 8
+    randomize_at(x.data.ptr, x.nbytes)
+
+
+def randomize_at(ptr: int, nbytes: int) -> None:
+    """`randomize` of `nbytes` (a multiple of 8) at a device-accessible address (pinned host memory
+    too, through its unified address)."""
+    words = nbytes // 8
     rawkernels.function(_SRC, "cudal2_background")((_blocks(words),), (256,),
-                                                 (x, np.int64(words), np.uint64(secrets.randbits(64))))
+                                                 (np.uint64(ptr), np.int64(words), np.uint64(secrets.randbits(64))))
 
 
 def new_seed() -> int:

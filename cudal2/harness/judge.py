@@ -30,8 +30,8 @@ Guarantees, in order (the first failure stops the run and is recorded with its s
   baselines' own buffers in another). Before every replay (offline) or call (server) of every
   runner, untimed, `guards` regenerate the smaller operand densely (no timed call sees inputs an
   earlier call saw; Gaussian, or in one replay of three the cancelling case), randomize
-  workspaces and C, scrub the chip before the candidate's (and rewrite the harness's cuBLASLt
-  workspaces with random bytes), and flush the L2. After each of the
+  workspaces and C, scrub the chip before the candidate's (and rewrite the harness's cuBLAS and
+  cuBLASLt workspaces and the server hold's pinned block with random bytes), and flush the L2. After each of the
   candidate's replays and calls, once it has drained: a spot check of every call's output at
   positions drawn from a key new to that check, against operands recomputed from the generator
   (the log read at once), then both operands compared with the generator and the arena's
@@ -175,11 +175,17 @@ def _shared_cublas(stream: cp.cuda.Stream) -> Cublas:
 
 def scrub_chip() -> None:
     """Before a candidate's call or replay: `guards.scrub` (shared and local memory, registers), and
-    the harness's cuBLASLt workspaces (one per recent shape) rewritten with random bytes: the
-    candidate can reach them with a guessed offset, and no check reads them back."""
+    the harness's own memory that lives as long as the worker and that no check reads back, rewritten
+    with random bytes: the cuBLASLt workspaces (one per recent shape), the cuBLAS handle's workspace
+    and the server hold's pinned block (`timing.hold_block`). A candidate can reach them only with a
+    guessed offset, but whatever it kept there would outlive every call, replay and judging."""
     guards.scrub()
     for _, ws in _shared.get("lt", {}).values():
         buffers.randomize(ws)
+    if "cublas" in _shared:
+        buffers.randomize(_shared["cublas"].workspace)
+    if (block := timing.hold_block()) is not None:
+        buffers.randomize_at(*block)
 
 
 def _shared_lt(p: Problem, k: int):

@@ -125,6 +125,10 @@ extern "C" __global__ void cudal2_hold(const volatile unsigned* flag, unsigned s
 }
 """
 _hold: tuple | None = None   # (pinned flag as a numpy view, its memory, the last word released)
+# The flag's pinned block, whole: the flag is its first word; the rest is never used, but a kernel
+# that found the block could keep things in it (pinned memory outlives every judging of the
+# process, and no check reads it), so `judge.scrub_chip` rewrites all of it (`hold_block`).
+HOLD_BYTES = 4096
 
 
 def hold(stream: cp.cuda.Stream, max_s: float = 1.0) -> Callable[[], None]:
@@ -134,15 +138,16 @@ def hold(stream: cp.cuda.Stream, max_s: float = 1.0) -> Callable[[], None]:
     4096^3, server mode read 0.98 of the vendor with no gap, 0.94 with 100 us, 0.72 with 2 ms)."""
     global _hold
     if _hold is None:
-        mem = cp.cuda.alloc_pinned_memory(4)
+        mem = cp.cuda.alloc_pinned_memory(HOLD_BYTES)
         flag = np.frombuffer(mem, dtype=np.uint32, count=1)
         flag[0] = 0
         _hold = (flag, mem, 0)
     flag, mem, last = _hold
     # a fresh random word each call, not a count: the flag is memory a kernel could find, and a
     # counter there would number the server calls for it
-    seq = last
-    while seq in (last, 0):
+    # (nor the word the flag holds now: `judge.scrub_chip` may have rewritten it with random bytes)
+    seq, now = last, int(flag[0])
+    while seq in (last, now, 0):
         seq = secrets.randbits(32)
     _hold = (flag, mem, seq)
     with stream:
@@ -152,6 +157,11 @@ def hold(stream: cp.cuda.Stream, max_s: float = 1.0) -> Callable[[], None]:
     def release() -> None:
         flag[0] = seq
     return release
+
+
+def hold_block() -> tuple[int, int] | None:
+    """(address, bytes) of the hold flag's whole pinned block, None before the first `hold`."""
+    return (_hold[1].ptr, HOLD_BYTES) if _hold is not None else None
 
 
 def spin(stream: cp.cuda.Stream, us: float) -> None:
