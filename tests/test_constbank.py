@@ -21,6 +21,12 @@ def test_an_honest_kernels_reads_pass():
     assert _check("NOP") == []
 
 
+@pytest.mark.parametrize("insn", ["CCTL.E.PML2 [R2]", "CCTL.E.DML2 [R2]", "CCTL.IVALL", "CCTL.PF [R2]"])
+def test_cache_controls_other_than_discard_pass(insn):
+    # prefetch, evict_normal priority, L1 invalidation: they change where data sits, never drop it
+    assert _check(insn) == []
+
+
 @pytest.mark.parametrize("insn", ["ULDC UR4, c[0x0][0x4]", "LDC R4, c[0x0][0x14]", "ULDC UR5, c[0x0][0x150]",
                                   "ULDC.64 UR12, c[0x0][0x198]", "@!P0 IMAD R0, R1, c[0x0][0x0], R2"])
 def test_words_ptxas_reads_for_special_registers_pass(insn):
@@ -47,6 +53,8 @@ def test_words_ptxas_reads_for_special_registers_pass(insn):
     ("S2UR UR4, SR_PM0", "performance monitors"),           # %pm0: a counter that outlives the launch
     ("S2R R3, SR_PM7", "performance monitors"),
     ("@!P0 PMTRIG 0x1", "performance monitors"),             # pmevent bumps it
+    ("CCTL.E.RML2 [R2]", "without writing them back"),       # discard.global.L2
+    ("@P0 CCTL.E.RML2 [R2.64+0x80]", "without writing them back"),
 ])
 def test_constant_reads_outside_the_parameters_and_allowed_words_are_refused(insn, says):
     found = _check(insn)
@@ -63,7 +71,8 @@ def test_an_instruction_outside_every_kernel_is_refused():
                                   "z_newline_string_stsm_gridid.cu", "z_newline_string_imma_gridid.cu",
                                   "zz_tma_coord_param_address.cu", "zz_shared_window_gridid.cu",
                                   "zz_local_window_gridid.cu", "zz_qspc_local_search_gridid.cu",
-                                  "zz_ring_tail_counter.cu", "zz_pm_counter.cu", "zz_tmap_cache_counter.cu"])
+                                  "zz_ring_tail_counter.cu", "zz_pm_counter.cu", "zz_tmap_cache_counter.cu",
+                                  "zz26_stale_flush_pointer_discard.cu"])
 def test_the_machine_code_rule_stands_without_the_ptx_rules(tmp_path, monkeypatch, name):
     # Nine PTX-rule bypasses were found by spelling; with that layer off, the cubin is still refused
     # (the last six by following the parameter bank's address, `paramflow`).

@@ -18,7 +18,9 @@ Guarantees:
   constant offset reaches the parameter bank, and any test of an address's space (`QSPC`, from
   `isspacep`), which finds a window's base by search; and the performance monitors (`SR_PM*`
   reads, from %pm0..%pm7, and `PMTRIG`, from pmevent): per-SM counters that no launch resets and
-  no scrub reaches;
+  no scrub reaches; and dropping L2 lines without writing them back (`CCTL.E.RML2`, from
+  `discard.global.L2`), by which a call skips the write-back of the dirty lines every runner's
+  call inherits from the L2 flush;
 - it fails closed: without nvdisasm, with a listing that disagrees with the cubin's bytes, or
   with instructions it cannot place in a kernel, the cubin is refused with the reason.
 
@@ -80,6 +82,11 @@ _SPACE_TEST = "QSPC"
 # (none of the survey's cubins does); `%clock` and `%globaltimer` are other registers, still allowed.
 _PM_SREG = re.compile(r"\bSR_PM\w*")
 _PM_TRIGGER = "PMTRIG"
+# `discard.global.L2` drops a line without writing it back. Pointed at the dirty lines the L2 flush
+# leaves (the flush buffer's address leaked to a candidate through registers in review 26), a call
+# skips a write-back every other runner's call pays; pointed at its own output it only loses data.
+# No honest cubin of the survey emits it (3 of 1039 did: the flush itself and two attacks).
+_DISCARD = re.compile(r"\bCCTL\S*\.RML2\b")
 _ALLOWED = frozenset(b for off, (n, _) in DRIVER_WORDS.items() for b in range(off, off + n))
 
 _CONST = re.compile(r"\bc\[(0x[0-9a-f]+)\]\[([^\]]*)\]")
@@ -131,6 +138,10 @@ def check(listings: dict[str, Listing], params: dict[str, int]) -> list[str]:
             if (m := _PM_SREG.search(i.text)) or i.base == _PM_TRIGGER:
                 bad.setdefault("pm", f"`{i.text}` in {kernel} uses the SM's performance monitors "
                                      f"({m.group() if m else 'pmevent'}): counters that outlive a launch; not allowed")
+            if _DISCARD.search(i.text):
+                bad.setdefault("discard", f"`{i.text}` in {kernel} drops L2 lines without writing them back "
+                                          "(discard.global.L2): not allowed (it can skip write-backs the "
+                                          "harness's flush leaves for every runner)")
             if i.base == _SPACE_TEST:
                 bad.setdefault("space", f"`{i.text}` in {kernel} tests which memory space an address is in "
                                         "(isspacep): a search for a window's base; not allowed (a kernel knows "

@@ -36,7 +36,7 @@ import secrets
 import cupy as cp
 import numpy as np
 
-from cudal2.harness import buffers, driver, rawkernels
+from cudal2.harness import buffers, driver, guards, rawkernels
 from cudal2.harness.guards import PRF_SRC
 
 SAMPLES = 256     # bytes per snapshot: a call that leaves 1% of its output to later calls is seen 92% of the time
@@ -105,6 +105,7 @@ class Snapshots:
             driver.set_node_enabled(graph.graphExec, node, True)
             self.armed.append((node, i, slot, key))
         self.live = [a[0] for a in self.armed]
+        guards.scrub_regs()   # randomize's registers held the rows' address: not for the replay to read
 
     def verify(self) -> None:
         """Enqueue, after the replay: each armed snapshot against the final outputs."""

@@ -39,7 +39,7 @@ import cupy as cp
 import numpy as np
 from cupy.cuda import runtime
 
-from cudal2.harness import rawkernels
+from cudal2.harness import guards, rawkernels
 from cudal2.result import Timing
 
 Runner = Callable[[int], None]   # enqueue one call on input set i (raises on a bad status)
@@ -205,6 +205,10 @@ def flush_l2(buf: cp.ndarray) -> None:
     flush((1056,), (256,), (buf, np.int64(buf.nbytes // 16), np.uint64(0)))
     discard((1056,), (256,), (buf, np.int64(buf.nbytes // 128)))
     buf.fill(0)
+    # last, for every runner alike: these kernels leave the buffer's address in registers, which a
+    # call can read through registers it never wrote (its local frame's dirty lines join the
+    # flush's own dirty lines in the L2)
+    guards.scrub_regs()
 
 
 def paired_speedup(base: Timing, cand: Timing) -> float:
