@@ -32,7 +32,7 @@ __device__ __forceinline__ unsigned long long desc(const void* smem) {
            (unsigned long long)(256 >> 4) << 32;
 }
 extern "C" __global__ void __launch_bounds__(128) probe(const __half* A, const __half* B, __half* C,
-                                                        unsigned long long* out, int K) {
+                                                        unsigned long long* out, const __grid_constant__ int K) {
     __shared__ __align__(1024) half a[64 * 16], b[128 * 16];
     for (int i = threadIdx.x; i < 64 * 16; i += 128) a[i] = __float2half(0.f);
     for (int i = threadIdx.x; i < 128 * 16; i += 128) b[i] = __float2half(0.f);
@@ -47,7 +47,12 @@ extern "C" __global__ void __launch_bounds__(128) probe(const __half* A, const _
     asm volatile("wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;" ::: "memory");
     const unsigned hi = (unsigned)((unsigned long long)C >> 32);
     const unsigned long long t = blockIdx.x * 128ull + threadIdx.x;
-    if (t == 0) out[gridDim.x * 128ull * 32] = (unsigned long long)(const void*)a;   // own
+    if (t == 0) {   // the probe's own generic addresses: its shared memory, its parameters, its stack
+        volatile int local = K;
+        out[gridDim.x * 128ull * 32] = (unsigned long long)(const void*)a;
+        out[gridDim.x * 128ull * 32 + 1] = (unsigned long long)(const void*)&K;
+        out[gridDim.x * 128ull * 32 + 2] = (unsigned long long)(const void*)&local;
+    }
 #pragma unroll
     for (int i = 0; i < 64; i += 2) {
         const unsigned lo = __float_as_uint(d[i]), h = __float_as_uint(d[i + 1]);
@@ -83,11 +88,15 @@ def run(step: str, A, B, C, out, flush, nvcc: bool) -> list[int]:
         flush.fill(0)
     if step == "regs":                  # the register scrub alone, right after a kernel that held `out`
         guards.scrub_regs()
-    probe(((out.size - 1) // 32 // 128,), (128,), (A, B, C, out, np.int32(64)))
+    if step == "probe":                 # the probe right after itself (its own leftovers)
+        probe(((out.size - 3) // 32 // 128,), (128,), (A, B, C, out, np.int32(64)))
+        out.fill(0)
+        guards.scrub_regs()
+    probe(((out.size - 3) // 32 // 128,), (128,), (A, B, C, out, np.int32(64)))
     cp.cuda.runtime.deviceSynchronize()
     v = cp.asnumpy(out)
-    run.own = int(v[-1])
-    v = v[:-1]
+    run.own = [int(x) for x in v[-3:]]
+    v = v[:-3]
     return [int(x) for x in v[v != 0]]
 
 
@@ -99,13 +108,13 @@ def main() -> None:
     B = cp.ones(1 << 20, dtype=cp.float16)
     flush = cp.empty(100 << 20, dtype=cp.uint8)
     C = cp.zeros(1 << 20, dtype=cp.float16)
-    out = cp.zeros(325 * 128 * 32 + 1, dtype=cp.uint64)   # + the probe's own shared address
+    out = cp.zeros(325 * 128 * 32 + 3, dtype=cp.uint64)   # + the probe's own shared, parameter and local addresses
     known = {"flush": flush.data.ptr, "flush_end": flush.data.ptr + flush.nbytes, "A": A.data.ptr,
              "B": B.data.ptr, "C": C.data.ptr, "out": out.data.ptr}
     rows = []
-    for nvcc, step in [(n, s) for n in (False, True) for s in ["none", "regs", "scrub", "scrub+flush-kernels", "scrub+flush"]]:
+    for nvcc, step in [(n, s) for n in (False, True) for s in ["none", "regs", "probe", "scrub", "scrub+flush-kernels", "scrub+flush"]]:
         found = run(step, A, B, C, out, flush, nvcc)
-        known["own_shared"] = run.own
+        known.update(zip(("own_shared", "own_param", "own_local"), run.own))
         uniq = sorted(set(found))
         near = {hex(u): min(((k, u - p) for k, p in known.items()), key=lambda kv: abs(kv[1])) for u in uniq[:40]}
         rows.append({"compiler": "nvcc" if nvcc else "nvrtc", "step": step, "hits": len(found), "distinct": len(uniq), "nearest_known": near})
