@@ -115,3 +115,7 @@ def test_library_bench_names_a_bad_shapes_file_in_one_line(tmp_path):
     bad = tmp_path / "shapes.json"
     bad.write_text('{"shapes": [[64, 64]]}')
     assert_clean_error(run("library", "bench", "--arch", "sm90", "--shapes", str(bad)), "entry 0 is not [M, N, K]")
+
+
+def test_library_bench_resume_needs_the_json_file_it_continues():
+    assert_clean_error(run("library", "bench", "--arch", "sm90", "--resume"), "--resume continues")

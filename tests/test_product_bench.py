@@ -52,3 +52,30 @@ def test_record_ignores_cupy_rows(tmp_path):
     a = manifest.read(folder)[0]
     rows = [{"id": a.id, "api": "cupy", "kernel_ran": True, "agree": True, "eager": 9.0, "graph": 9.0, "flushed": 9.0}]
     assert pb.record(folder, rows) == 0
+
+
+def _line(**r):
+    return json.dumps(r) + "\n"
+
+
+def test_resume_keeps_measured_rows_and_leaves_only_the_rest(tmp_path):
+    out = tmp_path / "product.jsonl"
+    out.write_text(_line(id="e1", M=64, N=64, K=64, band="below 2^30", eager=1.1) +
+                   _line(M=1, N=4096, K=4096, band="below 2^30", eager=1.0) +
+                   _line(summary=True, served=3))
+    todo = [("e1", 64, 64, 64), (None, 1, 4096, 4096), (None, 8192, 152064, 5120)]
+    kept, rest = pb.remaining(todo, out, cupy=False)
+    assert [r.get("id") for r in kept] == ["e1", None]          # the old summary is dropped
+    assert rest == [(None, 8192, 152064, 5120)]
+
+
+def test_resume_with_cupy_measures_a_shape_again_that_lacks_its_cupy_row(tmp_path):
+    out = tmp_path / "product.jsonl"
+    out.write_text(_line(M=1, N=4096, K=4096, band="below 2^30", eager=1.0))
+    _, rest = pb.remaining([(None, 1, 4096, 4096)], out, cupy=True)
+    assert rest == [(None, 1, 4096, 4096)]
+
+
+def test_resume_without_a_file_measures_everything(tmp_path):
+    todo = [("e1", 64, 64, 64)]
+    assert pb.remaining(todo, tmp_path / "none.jsonl", cupy=False) == ([], todo)

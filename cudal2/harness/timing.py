@@ -14,6 +14,9 @@ Guarantees:
   included: it reads a buffer of at least 2x the L2 with an evict_last policy itself (its lines
   displace any others of that class), drops those lines (`discard.global.L2`), then writes the
   buffer (the L2 then holds dirty lines of unrelated data, as in a run over more data than it).
+  It ends with a register scrub (`guards.scrub_regs`), so the buffer's address, which its kernels
+  leave in the register file, does not reach the next call (measured on the H100:
+  eval/register_pointer_probe.py).
 - in both modes the GPU is kept busy while the timed work is enqueued, so no start event fires
   before its call is in the queue: offline by a sleeping one-thread kernel ahead of the replays,
   server mode by one that waits for the host to say it has queued the call (`hold`), so the

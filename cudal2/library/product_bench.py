@@ -20,7 +20,9 @@ Guarantees:
   and registering it);
 - `compare_libraries` times one library against another through `Library.linear` in the same
   three modes (a reordered cubin against the shipped one: eval/sass_product.py);
-- `run` writes one JSON line per shape as it is measured, so a stopped run keeps what it measured.
+- `run` writes one JSON line per shape as it is measured, so a stopped run keeps what it measured;
+  with `resume` it keeps those rows and measures only the shapes they lack (`remaining`). Each
+  row's ratios are paired inside one process, so rows from two processes stand side by side.
 
 Does not: change the manifest (`record` does, for `--update`), or judge correctness beyond the
 agreement check (that is the harness's job).
@@ -241,11 +243,23 @@ def compare_libraries(torch, a, b, M: int, N: int, K: int, rounds: int, calls: i
     return {**row, **modes(TorchClock(torch, flush), fb, fa, rounds, calls, use)}
 
 
+def remaining(todo: list[tuple], out: Path, cupy: bool) -> tuple[list[dict], list[tuple]]:
+    """(the measured rows already in `out`, the items of `todo` (id or None, M, N, K) without a row
+    for every API asked for). The summary of the earlier run is dropped: the new run writes its own."""
+    lines = [json.loads(x) for x in out.read_text().splitlines() if x.strip()] if out.exists() else []
+    kept = [r for r in lines if "band" in r]
+    done = {(r.get("id"), r["M"], r["N"], r["K"], r.get("api", "torch")) for r in kept}
+    apis = ("torch", "cupy") if cupy else ("torch",)
+    return kept, [t for t in todo if not all((*t, api) in done for api in apis)]
+
+
 def run(folder: Path, out: Path, rounds: int = 15, calls: int = 50, limit: int = 0,
-        serve_all: bool = True, shapes: list[tuple[int, int, int]] = (), cupy: bool = False) -> list[dict]:
+        serve_all: bool = True, shapes: list[tuple[int, int, int]] = (), cupy: bool = False,
+        resume: bool = False) -> list[dict]:
     """Measure every entry's shape of `folder` (the first `limit`, if given), then each of `shapes`
     no entry has; JSON lines to `out` (an entry's row carries its `id`). With `cupy`, each shape
-    also gets a row (`"api": "cupy"`) for `cudal2.matmul` on cupy arrays against `cupy.matmul`."""
+    also gets a row (`"api": "cupy"`) for `cudal2.matmul` on cupy arrays against `cupy.matmul`.
+    With `resume`, the rows already in `out` are kept and their shapes not measured again."""
     t_start = time.perf_counter()
     import torch
 
@@ -282,8 +296,8 @@ def run(folder: Path, out: Path, rounds: int = 15, calls: int = 50, limit: int =
     if cupy:
         import cupy as cp
         cflush = cp.empty(2 * l2, dtype=cp.uint8)
-    rows = []
-    out.write_text("")
+    rows, todo = remaining(todo, out, cupy) if resume else ([], todo)
+    out.write_text("".join(json.dumps(r) + "\n" for r in rows))
     from rich.progress import track
     for eid, M, N, K in track(todo, description="product bench"):
         tag = {"id": eid} if eid else {}
@@ -336,7 +350,9 @@ if __name__ == "__main__":
     ap.add_argument("--served", action="store_true", help="serve what the manifest serves (default: every entry)")
     ap.add_argument("--shapes", type=Path, help="a shapes file (cudal2 generate --shapes): measure these too")
     ap.add_argument("--cupy", action="store_true", help="also cudal2.matmul on cupy arrays against cupy.matmul")
+    ap.add_argument("--resume", action="store_true", help="keep the rows already in OUT; measure only the rest")
     a = ap.parse_args()
     from cudal2.problem import load_shapes
     extra = [(p.M, p.N, p.K) for p in load_shapes(a.shapes)] if a.shapes else []
-    run(a.folder, a.out, a.rounds, a.calls, a.limit, serve_all=not a.served, shapes=extra, cupy=a.cupy)
+    run(a.folder, a.out, a.rounds, a.calls, a.limit, serve_all=not a.served, shapes=extra, cupy=a.cupy,
+        resume=a.resume)
