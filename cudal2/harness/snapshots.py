@@ -19,6 +19,9 @@ Guarantees:
   those still to come (a fixed count would: after the last one, nothing later is checked);
 - `verify()` after the replay compares each armed snapshot with the same positions of the final C
   (`mismatches()` reads the count): an output that changed after its call ended is a mismatch;
+- a snapshot node leaves neither its key nor its row's address in vector registers for the next
+  call to read: it ends by rewriting its register allotment but the stack pointer (the uniform
+  registers, which hold the row's and C's addresses but not the key, are not covered);
 - every runner's graph gets the same nodes, armed with the same probabilities, so the snapshots
   cost every runner the same on average (one small kernel per armed node; a disabled node is an
   empty node).
@@ -37,14 +40,31 @@ import cupy as cp
 import numpy as np
 
 from cudal2.harness import buffers, driver, guards, rawkernels
-from cudal2.harness.guards import PRF_SRC
+from cudal2.harness.guards import PRF_SRC, REG_WORDS
 
 SAMPLES = 256     # bytes per snapshot: a call that leaves 1% of its output to later calls is seen 92% of the time
 THREADS = 256
 
+# The snapshot node runs inside the timed graph between two calls of the runner, with no scrub
+# after it, so the next call could read the registers it leaves through registers it never wrote
+# (review 27, from its SASS: key ^ a SipHash constant, mix(key) and the row's address sat in vector
+# registers at exit) and, with the key and the row, finish its output late and rewrite the row to
+# match. So the kernel ends by rewriting its whole allotment (32 registers at 256 threads x 8
+# blocks, as the register scrub does) with values that hold no secret: REG_WORDS distinct words
+# derived from the thread index, all live at once (tests/test_snapshots_sass.py reads the SASS).
 _SRC = PRF_SRC + r"""
-extern "C" __global__ void cudal2_snap(const unsigned char* C, long long nbytes, u64 key, unsigned char* out) {
+extern "C" __global__ void __launch_bounds__(256, 8)
+cudal2_snap(const unsigned char* C, long long nbytes, u64 key, unsigned char* out, unsigned* sink) {
     for (int t = threadIdx.x; t < SAMPLES; t += blockDim.x) out[t] = C[prf(key, (u64)t) % (u64)nbytes];
+    volatile unsigned frame[REG_WORDS];
+    const u64 t = threadIdx.x;
+    for (int i = 0; i < REG_WORDS; ++i) frame[i] = (unsigned)mix((t << 8) ^ (u64)i);
+    unsigned v[REG_WORDS];
+#pragma unroll
+    for (int i = 0; i < REG_WORDS; ++i) v[i] = frame[i];
+#pragma unroll
+    for (int i = REG_WORDS - 1; i >= 0; --i) frame[i] = v[i];
+    if (frame[(unsigned)t % REG_WORDS] == 0x9E3779B9u && sink) sink[0] = 1u;  // keeps the words live
 }
 extern "C" __global__ void cudal2_snap_check(const unsigned char* C, long long nbytes, u64 key,
                                              const unsigned char* snap, unsigned* bad) {
@@ -52,7 +72,7 @@ extern "C" __global__ void cudal2_snap_check(const unsigned char* C, long long n
         if (C[prf(key, (u64)t) % (u64)nbytes] != snap[t]) atomicAdd(bad, 1u);
 }
 """
-_OPTIONS = (f"-DSAMPLES={SAMPLES}",)
+_OPTIONS = (f"-DSAMPLES={SAMPLES}", f"-DREG_WORDS={REG_WORDS}")
 
 
 def _fns():
@@ -81,7 +101,8 @@ class Snapshots:
         """During capture, right after the call on set `i`: its snapshot node (disabled by `arm`)."""
         slot = len(self.nodes)
         snap, _ = _fns()
-        snap((1,), (THREADS,), (np.uint64(self.C[i]), np.int64(self.nbytes), np.uint64(0), self.buf[slot]))
+        snap((1,), (THREADS,), (np.uint64(self.C[i]), np.int64(self.nbytes), np.uint64(0), self.buf[slot],
+                                np.uint64(0)))
         self.nodes.append((driver.capture_tail(self.stream.ptr), i))
         self.live.append(self.nodes[-1][0])
 
@@ -100,7 +121,7 @@ class Snapshots:
             node, i = self.nodes[slot]
             key = secrets.randbits(64)
             args = [ctypes.c_uint64(self.C[i]), ctypes.c_int64(self.nbytes), ctypes.c_uint64(key),
-                    ctypes.c_uint64(self.buf[slot].data.ptr)]
+                    ctypes.c_uint64(self.buf[slot].data.ptr), ctypes.c_uint64(0)]
             driver.set_kernel_node(graph.graphExec, node, snap.kernel.ptr, 1, THREADS, args)
             driver.set_node_enabled(graph.graphExec, node, True)
             self.armed.append((node, i, slot, key))
