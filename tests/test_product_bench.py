@@ -79,3 +79,11 @@ def test_resume_with_cupy_measures_a_shape_again_that_lacks_its_cupy_row(tmp_pat
 def test_resume_without_a_file_measures_everything(tmp_path):
     todo = [("e1", 64, 64, 64)]
     assert pb.remaining(todo, tmp_path / "none.jsonl", cupy=False) == ([], todo)
+
+
+def test_long_calls_get_fewer_per_round_but_never_under_three():
+    assert pb.calls_for(0.18, 50) == 50        # 4096^3: every call kept
+    assert pb.calls_for(1.4, 50) == 50         # 8192^3 too (70 ms a round)
+    assert pb.calls_for(5.0, 50) == 20         # a deep layer: 100 ms a round
+    assert pb.calls_for(17.0, 50) == 6         # an LM head
+    assert pb.calls_for(400.0, 50) == 3

@@ -12,7 +12,7 @@ Guarantees:
   kernel (`lib.stats()`) is recorded beside each ratio;
 - three modes, each as paired rounds (the two callers alternate, each round gives one ratio
   t_vendor / t_library, the median of the ratios is reported): eager (back-to-back calls, host
-  overhead included), graph (the same calls captured in one CUDA graph and replayed), flushed
+  overhead included; 50 a round, fewer only where they would take over ROUND_MS: `calls_for`), graph (the same calls captured in one CUDA graph and replayed), flushed
   (one call after an L2 flush and an idle GPU: the latency of a lone request);
 - all timing is by CUDA events on the caller's current stream (torch's, or cupy's for cupy rows;
   cupy's cuBLAS cannot be captured, so a cupy row's graph mode is None with the reason); the
@@ -171,6 +171,17 @@ def _agreement(err: float, scale: float) -> dict:
     return {"max_abs_diff": err, "agree": err <= 2e-2 * (scale or 1.0) + 1e-2}
 
 
+ROUND_MS = 100.0   # an eager or graph round of long calls stops growing past this (see calls_for)
+
+
+def calls_for(call_ms: float, calls: int) -> int:
+    """Calls per eager/graph round: `calls`, or fewer where they would take more than ROUND_MS (a
+    wide LM-head GEMM of ~17 ms would take ~1.7 s a round at 50), never fewer than 3. Host costs,
+    what back-to-back calls amortize, are microseconds, so a round of 3 long calls measures them as
+    well; shapes under 2 ms a call keep every call."""
+    return max(3, min(calls, math.ceil(ROUND_MS / max(call_ms, 1e-6))))
+
+
 def measure_shape(torch, lib, M: int, N: int, K: int, rounds: int, calls: int, flush) -> dict:
     """`cudal2.linear` against F.linear at one shape, torch tensors."""
     import cudal2
@@ -186,7 +197,9 @@ def measure_shape(torch, lib, M: int, N: int, K: int, rounds: int, calls: int, f
     row = {"M": M, "N": N, "K": K, "band": band(M, N, K), "kernel_ran": hit, **_agreement(err, scale)}
     for _ in range(3):   # warm-up, both
         ours(), theirs()
-    return {**row, **modes(TorchClock(torch, flush), ours, theirs, rounds, calls)}
+    clock = TorchClock(torch, flush)
+    row["calls"] = calls_for(clock.time(theirs), calls)
+    return {**row, **modes(clock, ours, theirs, rounds, row["calls"])}
 
 
 def measure_shape_cupy(cp, lib, M: int, N: int, K: int, rounds: int, calls: int, flush) -> dict:
@@ -208,7 +221,9 @@ def measure_shape_cupy(cp, lib, M: int, N: int, K: int, rounds: int, calls: int,
     row = {"api": "cupy", "M": M, "N": N, "K": K, "band": band(M, N, K), "kernel_ran": hit, **_agreement(err, scale)}
     for _ in range(3):
         ours(), theirs()
-    return {**row, **modes(CupyClock(cp, flush), ours, theirs, rounds, calls)}
+    clock = CupyClock(cp, flush)
+    row["calls"] = calls_for(clock.time(theirs), calls)
+    return {**row, **modes(clock, ours, theirs, rounds, row["calls"])}
 
 
 def compare_libraries(torch, a, b, M: int, N: int, K: int, rounds: int, calls: int, flush) -> dict:
