@@ -31,8 +31,11 @@ Guarantees, in order (the first failure stops the run and is recorded with its s
   runner, untimed, `guards` regenerate the smaller operand densely (no timed call sees inputs an
   earlier call saw; Gaussian, or in one replay of three the cancelling case), randomize
   workspaces and C, scrub the chip before the candidate's (and rewrite the harness's cuBLAS and
-  cuBLASLt workspaces and the server hold's pinned block with random bytes), and flush the L2. After each of the
-  candidate's replays and calls, once it has drained: a spot check of every call's output at
+  cuBLASLt workspaces and the server hold's pinned block with random bytes), and flush the L2
+  (which ends with a register scrub, so the flush's kernels leave no addresses in the registers
+  it writes, R0..R29; a snapshot node rewrites its own as it ends; R30/R31 and the uniform
+  registers are not covered). After each of the candidate's
+  replays and calls, once it has drained: a spot check of every call's output at
   positions drawn from a key new to that check, against operands recomputed from the generator
   (the log read at once), then both operands compared with the generator and the arena's
   background checked, so nothing a call leaves can reach a later one. Snapshot nodes behind
