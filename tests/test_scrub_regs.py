@@ -27,3 +27,21 @@ def test_the_register_scrub_writes_r0_to_r29(scrub_writes):
 
 def test_the_register_scrub_writes_every_predicate(scrub_writes):
     assert {f"P{i}" for i in range(7)} <= scrub_writes
+
+
+@pytest.fixture(scope="module")
+def uniform_writes(tmp_path_factory) -> set[str]:
+    d = tmp_path_factory.mktemp("uscrub")
+    (d / "g.cu").write_text(guards._SRC)
+    subprocess.run(["nvcc", "-arch=sm_90a", "-cubin", "-O3", *guards._OPTIONS, "-o", str(d / "g.cubin"), str(d / "g.cu")],
+                   check=True, capture_output=True)
+    listing = disasm.disassemble((d / "g.cubin").read_bytes())["cudal2_scrub_uniform"]
+    return set().union(*(x.writes for x in listing.instrs if x.pred in ("", "@PT")))
+
+
+def test_the_uniform_scrub_writes_every_uniform_register_ptxas_allots(uniform_writes):
+    assert {f"UR{i}" for i in range(4, 62)} <= uniform_writes, sorted(uniform_writes)
+
+
+def test_the_uniform_scrub_writes_every_uniform_predicate(uniform_writes):
+    assert {f"UP{i}" for i in range(7)} <= uniform_writes

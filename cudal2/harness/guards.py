@@ -278,6 +278,30 @@ extern "C" __global__ void __launch_bounds__(1024, 2) cudal2_scrub_regs(u64 key,
     for (int i = REG_WORDS - 1; i >= 0; --i) frame[i] = v[i];
     if (frame[(unsigned)t % REG_WORDS] == 0x9E3779B9u && sink) sink[0] = 1u;  // keeps the frame live
 }
+// Uniform registers: no code ptxas emits writes them unless a value feeds the uniform datapath, so
+// UR_WORDS independent 64-bit hashes of the key each become a shared-memory offset, all in one
+// straight-line block before any branch: ptxas computes them in UR4..UR61 (with the carries of the
+// 64-bit adds in UP0..UP6), every uniform register and predicate it ever allots (UR0..UR3 and UR62
+// appear in no cubin it emits, so no kernel it builds reads them either). Fragile by nature: a loop
+// or a select on the hashes sends them back to vector registers (tests/test_scrub_regs.py reads the
+// SASS). Indexed as an array, not through a generic pointer, so no window base is formed.
+__device__ __forceinline__ unsigned hash32(unsigned x) {
+    x ^= x >> 16; x *= 0x7feb352dU; x ^= x >> 15; x *= 0x846ca68bU; x ^= x >> 16; return x;
+}
+extern "C" __global__ void __launch_bounds__(1024, 2) cudal2_scrub_uniform(u64 key, unsigned* sink) {
+    __shared__ unsigned s[1024];
+    s[threadIdx.x] = threadIdx.x;
+    __syncthreads();
+    unsigned acc = 0;
+    const unsigned lane = threadIdx.x & 31;
+#pragma unroll
+    for (int i = 0; i < UR_WORDS; ++i) {
+        u64 z = key + (u64)i * 0x9E3779B97F4A7C15ull;
+        z = (z ^ (z >> 31)) + (z << 7) + 0x632BE59BD9B4E019ull;
+        acc += s[lane + (hash32((unsigned)z ^ (unsigned)(z >> 32)) & 0xff)];
+    }
+    if (acc == 0x9E3779B9u && sink) sink[0] = acc;
+}
 """
 LOCAL_BYTES = 4096  # the local frame scrubbed per thread; a kernel under test may use at most this
 MODES = {"normal": 0, "uniform": 1, "positive": 2, "signed": 3}
@@ -286,7 +310,9 @@ _MASK = 2**64 - 1
 
 LOCAL_TOP = 1 << 24  # where the local window ends on sm_90 (the probe: frames sit just below it)
 REG_WORDS = 30  # values the register scrub holds live at once (R0..R29: see cudal2_scrub_regs)
-_OPTIONS = ("-std=c++17", f"-DLOCAL_WORDS={LOCAL_BYTES // 4}", f"-DLOCAL_TOP={LOCAL_TOP}u", f"-DREG_WORDS={REG_WORDS}")
+UR_WORDS = 40   # uniform hashes of the uniform scrub (UR4..UR61 and UP0..UP6: see cudal2_scrub_uniform)
+_OPTIONS = ("-std=c++17", f"-DLOCAL_WORDS={LOCAL_BYTES // 4}", f"-DLOCAL_TOP={LOCAL_TOP}u", f"-DREG_WORDS={REG_WORDS}",
+            f"-DUR_WORDS={UR_WORDS}")
 def _fn(name: str):
     """A kernel of this module's source (compiled and looked up once: `rawkernels`)."""
     return rawkernels.function(_SRC, name, _OPTIONS)
@@ -465,9 +491,10 @@ class Guard:
 class Scrubber:
     """Overwrites, untimed, what a kernel could leave on the chip for a later call to find: the
     shared memory of every SM (at the largest carve-out), a LOCAL_BYTES local frame of every
-    thread slot and the window above it, and the register file (R0..R29, P0..P6). Not written:
-    R30/R31 of a 32-register allotment and the uniform registers (no code ptxas emits writes
-    them all); a kernel can read a register it never wrote through wgmma with a run-time
+    thread slot and the window above it, the register file (R0..R29, P0..P6) and the uniform
+    registers ptxas allots (UR4..UR61, UP0..UP6: `cudal2_scrub_uniform`, not yet run on a GPU).
+    Not written: R30/R31 of a 32-register allotment, and UR0..UR3 and UR62, which no code ptxas
+    emits writes or reads; a kernel can read a register it never wrote through wgmma with a run-time
     scale-d, as every sm90raw point does on its first k-step, yet on the H100 none of 9.7
     million marker words read that way survived a scrub (eval/register_probe.py). Not covered:
     a window widened below the frame by a kernel with a larger one (none in a judge's process:
@@ -484,6 +511,7 @@ class Scrubber:
         self.shared.max_dynamic_shared_size_bytes = self.smem
         self.shared.preferred_shared_memory_carveout = 100
         self.local, self.regs = _fn("cudal2_scrub_local"), _fn("cudal2_scrub_regs")
+        self.uniform = _fn("cudal2_scrub_uniform")
 
     def __call__(self) -> None:
         key = new_key()
@@ -495,6 +523,8 @@ class Scrubber:
         self.scrub_regs(key)
 
     def scrub_regs(self, key: np.uint64) -> None:
+        # uniform first: its own vector registers are then rewritten by the register scrub
+        self.uniform((2 * self.sms,), (1024,), (new_key(), np.uint64(0)))
         self.regs((2 * self.sms,), (1024,), (key, np.uint64(0)))
 
 
@@ -514,8 +544,9 @@ def scrub() -> None:
 
 
 def scrub_regs() -> None:
-    """Enqueue the register scrub alone: the last harness kernel before a call or replay (the end of
-    `timing.flush_l2` and of `Snapshots.arm`), because the harness's own kernels that run after
-    `scrub` leave their addresses in the register file (the flush buffer's, the hold flag's, a
-    snapshot row's), where a kernel reads them through registers it never wrote (review 26)."""
+    """Enqueue the register scrubs alone (uniform, then vector): the last harness kernels before a
+    call or replay (the end of `timing.flush_l2` and of `Snapshots.arm`), because the harness's own
+    kernels that run after `scrub` leave their addresses in the register file (the flush buffer's,
+    the hold flag's, a snapshot row's; their parameters in uniform registers), where a kernel reads
+    them through registers it never wrote (review 26)."""
     _the_scrubber().scrub_regs(new_key())
