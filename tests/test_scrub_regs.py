@@ -1,5 +1,6 @@
 """The register scrub's machine code writes every register ptxas allots a thread at 32 (R0..R29: the
-top two, R30/R31, are never allotted) and every predicate: read from the SASS that nvcc's ptxas
+top two, R30/R31, are never allotted) and every predicate, and the uniform scrub's every uniform
+register ptxas allots (UR4..UR61) and every uniform predicate: read from the SASS that nvcc's ptxas
 emits for the guard source (the judge builds it with NVRTC; same source, same options)."""
 
 import subprocess
@@ -12,13 +13,21 @@ from cudal2.sass import disasm  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def scrub_writes(tmp_path_factory) -> set[str]:
+def listings(tmp_path_factory) -> dict[str, disasm.Listing]:
     d = tmp_path_factory.mktemp("scrub")
     (d / "g.cu").write_text(guards._SRC)
     subprocess.run(["nvcc", "-arch=sm_90", "-cubin", "-O3", *guards._OPTIONS, "-o", str(d / "g.cubin"), str(d / "g.cu")],
                    check=True, capture_output=True)
-    listing = disasm.disassemble((d / "g.cubin").read_bytes())["cudal2_scrub_regs"]
+    return disasm.disassemble((d / "g.cubin").read_bytes())
+
+
+def _writes(listing: disasm.Listing) -> set[str]:
     return set().union(*(x.writes for x in listing.instrs if x.pred in ("", "@PT")))
+
+
+@pytest.fixture(scope="module")
+def scrub_writes(listings) -> set[str]:
+    return _writes(listings["cudal2_scrub_regs"])
 
 
 def test_the_register_scrub_writes_r0_to_r29(scrub_writes):
@@ -30,13 +39,8 @@ def test_the_register_scrub_writes_every_predicate(scrub_writes):
 
 
 @pytest.fixture(scope="module")
-def uniform_writes(tmp_path_factory) -> set[str]:
-    d = tmp_path_factory.mktemp("uscrub")
-    (d / "g.cu").write_text(guards._SRC)
-    subprocess.run(["nvcc", "-arch=sm_90a", "-cubin", "-O3", *guards._OPTIONS, "-o", str(d / "g.cubin"), str(d / "g.cu")],
-                   check=True, capture_output=True)
-    listing = disasm.disassemble((d / "g.cubin").read_bytes())["cudal2_scrub_uniform"]
-    return set().union(*(x.writes for x in listing.instrs if x.pred in ("", "@PT")))
+def uniform_writes(listings) -> set[str]:
+    return _writes(listings["cudal2_scrub_uniform"])
 
 
 def test_the_uniform_scrub_writes_every_uniform_register_ptxas_allots(uniform_writes):
