@@ -71,7 +71,29 @@ __device__ __forceinline__ u64 prf(u64 key, u64 m) {
 }
 """
 
-_SRC = PRF_SRC + r"""
+# Registers: 32 per thread at 2048 threads per SM is the whole 64K-register file. ptxas never
+# allocates the top two registers of a thread's allotment (R30 and R31 at 32: "Used 32 registers"
+# with R29 the highest written, spills or not), so the most a kernel can write is R0..R29. The
+# REG_WORDS values cannot be folded (keyed hashes) and are all candidates of the one select at
+# the end (ptxas keeps the frame in registers), so they take distinct registers: every one of
+# R0..R29 and P0..P6 is the destination of a write, in the register scrub and at the end of the
+# snapshot node (tests/test_scrub_regs.py, tests/test_snapshots_sass.py read the SASS). Left:
+# R30/R31 of the allotment. A kernel that calls it is compiled with -DREG_WORDS (`_OPTIONS`) and
+# bounded to 32 registers a thread.
+WASH_SRC = r"""
+__device__ __forceinline__ void wash_registers(u64 key, u64 t, unsigned* sink) {
+    volatile unsigned frame[REG_WORDS];
+    for (int i = 0; i < REG_WORDS; ++i) frame[i] = (unsigned)mix(key ^ (t << 8) ^ (u64)i);
+    unsigned v[REG_WORDS];
+#pragma unroll
+    for (int i = 0; i < REG_WORDS; ++i) v[i] = frame[i];
+#pragma unroll
+    for (int i = REG_WORDS - 1; i >= 0; --i) frame[i] = v[i];
+    if (frame[(unsigned)t % REG_WORDS] == 0x9E3779B9u && sink) sink[0] = 1u;  // keeps the frame live
+}
+"""
+
+_SRC = PRF_SRC + WASH_SRC + r"""
 // About N(0, 1): four 16-bit uniforms summed (exact in fp32), centred and scaled with correctly
 // rounded steps, so every kernel that calls it gets the same bits.
 __device__ __forceinline__ float normal_of(u64 h) {
@@ -260,23 +282,8 @@ extern "C" __global__ void __launch_bounds__(1024, 2) cudal2_scrub_local(u64 key
         asm volatile("st.local.u32 [%0], %1;" :: "r"(a), "r"((unsigned)mix(key ^ (t << 24) ^ a)) : "memory");
     if (frame[(unsigned)t % LOCAL_WORDS] == 0x9E3779B9u && sink) sink[0] = 1u;  // keeps the frame live
 }
-// Registers: 32 per thread at 2048 threads per SM is the whole 64K-register file. ptxas never
-// allocates the top two registers of a thread's allotment (R30 and R31 at 32: "Used 32 registers"
-// with R29 the highest written, spills or not), so the most a kernel can write is R0..R29. The
-// REG_WORDS values cannot be folded (keyed hashes) and are all candidates of the one select at
-// the end (ptxas keeps the frame in registers), so they take distinct registers: every one of
-// R0..R29 and P0..P6 is the destination of a write (tests/test_scrub_regs.py reads the SASS).
-// Left: R30/R31 of this allotment and the uniform registers, which no code ptxas emits covers.
 extern "C" __global__ void __launch_bounds__(1024, 2) cudal2_scrub_regs(u64 key, unsigned* sink) {
-    volatile unsigned frame[REG_WORDS];
-    const u64 t = ((u64)blockIdx.x << 10) | threadIdx.x;
-    for (int i = 0; i < REG_WORDS; ++i) frame[i] = (unsigned)mix(key ^ (t << 8) ^ (u64)i);
-    unsigned v[REG_WORDS];
-#pragma unroll
-    for (int i = 0; i < REG_WORDS; ++i) v[i] = frame[i];
-#pragma unroll
-    for (int i = REG_WORDS - 1; i >= 0; --i) frame[i] = v[i];
-    if (frame[(unsigned)t % REG_WORDS] == 0x9E3779B9u && sink) sink[0] = 1u;  // keeps the frame live
+    wash_registers(key, ((u64)blockIdx.x << 10) | threadIdx.x, sink);
 }
 // Uniform registers: no code ptxas emits writes them unless a value feeds the uniform datapath, so
 // UR_WORDS independent 64-bit hashes of the key each become a shared-memory offset, all in one

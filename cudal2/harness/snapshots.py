@@ -40,7 +40,7 @@ import cupy as cp
 import numpy as np
 
 from cudal2.harness import buffers, driver, guards, rawkernels
-from cudal2.harness.guards import PRF_SRC, REG_WORDS
+from cudal2.harness.guards import PRF_SRC, REG_WORDS, WASH_SRC
 
 SAMPLES = 256     # bytes per snapshot: a call that leaves 1% of its output to later calls is seen 92% of the time
 THREADS = 256
@@ -50,21 +50,13 @@ THREADS = 256
 # (review 27, from its SASS: key ^ a SipHash constant, mix(key) and the row's address sat in vector
 # registers at exit) and, with the key and the row, finish its output late and rewrite the row to
 # match. So the kernel ends by rewriting its whole allotment (32 registers at 256 threads x 8
-# blocks, as the register scrub does) with values that hold no secret: REG_WORDS distinct words
-# derived from the thread index, all live at once (tests/test_snapshots_sass.py reads the SASS).
-_SRC = PRF_SRC + r"""
+# blocks) with the register scrub's `wash_registers` under key 0: words derived from the thread
+# index alone, no secret (tests/test_snapshots_sass.py reads the SASS).
+_SRC = PRF_SRC + WASH_SRC + r"""
 extern "C" __global__ void __launch_bounds__(256, 8)
 cudal2_snap(const unsigned char* C, long long nbytes, u64 key, unsigned char* out, unsigned* sink) {
     for (int t = threadIdx.x; t < SAMPLES; t += blockDim.x) out[t] = C[prf(key, (u64)t) % (u64)nbytes];
-    volatile unsigned frame[REG_WORDS];
-    const u64 t = threadIdx.x;
-    for (int i = 0; i < REG_WORDS; ++i) frame[i] = (unsigned)mix((t << 8) ^ (u64)i);
-    unsigned v[REG_WORDS];
-#pragma unroll
-    for (int i = 0; i < REG_WORDS; ++i) v[i] = frame[i];
-#pragma unroll
-    for (int i = REG_WORDS - 1; i >= 0; --i) frame[i] = v[i];
-    if (frame[(unsigned)t % REG_WORDS] == 0x9E3779B9u && sink) sink[0] = 1u;  // keeps the words live
+    wash_registers(0, threadIdx.x, sink);
 }
 extern "C" __global__ void cudal2_snap_check(const unsigned char* C, long long nbytes, u64 key,
                                              const unsigned char* snap, unsigned* bad) {
