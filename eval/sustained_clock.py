@@ -41,11 +41,6 @@ extern "C" __global__ void clock_probe(unsigned long long spin_ns, float* mhz) {
 SHAPES = [(8192, 8192, 8192), (8192, 8192, 28672), (8192, 14336, 4096), (2048, 28672, 8192)]
 
 
-def many(f, calls: int) -> None:
-    for _ in range(calls):   # each output dropped as it comes (kept, 60 wide outputs fill the GPU)
-        f()
-
-
 def clock_mhz(probe, sms: int) -> float:
     out = cp.zeros(sms, dtype=cp.float32)
     stream = cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
@@ -79,7 +74,7 @@ def main() -> None:
                 time.sleep(0.05)                      # an idle GPU, as between requests
                 got["burst_ms"].append(clock.time(f))
                 got["burst_mhz"].append(clock_mhz(probe, sms))
-                ms = clock.time(lambda: many(f, a.calls)) / a.calls
+                ms = clock.time(lambda: pb.many(f, a.calls)) / a.calls
                 got["sustained_ms"].append(ms)
                 got["sustained_mhz"].append(clock_mhz(probe, sms))
             row = {"M": M, "N": N, "K": K, "side": name, **{k: statistics.median(v) for k, v in got.items()}}

@@ -12,8 +12,9 @@ Guarantees:
   kernel (`lib.stats()`) is recorded beside each ratio;
 - three modes, each as paired rounds (the two callers alternate, each round gives one ratio
   t_vendor / t_library, the median of the ratios is reported): eager (back-to-back calls, host
-  overhead included; 50 a round, fewer only where they would take over ROUND_MS: `calls_for`), graph (the same calls captured in one CUDA graph and replayed), flushed
-  (one call after an L2 flush and an idle GPU: the latency of a lone request);
+  overhead included; 50 a round, fewer only where they would take over ROUND_MS: `calls_for`),
+  graph (the same calls captured in one CUDA graph and replayed), flushed (one call after an L2
+  flush and an idle GPU: the latency of a lone request);
 - all timing is by CUDA events on the caller's current stream (torch's, or cupy's for cupy rows;
   cupy's cuBLAS cannot be captured, so a cupy row's graph mode is None with the reason); the
   first library call of the process is timed too (`first_call_ms`: loading every served binary
@@ -119,6 +120,13 @@ class CupyClock:
         return lambda: g.launch(cp.cuda.get_current_stream())
 
 
+def many(f, calls: int) -> None:
+    """`calls` calls of f back to back, each output dropped as it comes (kept, the calls of a wide
+    layer filled the GPU)."""
+    for _ in range(calls):
+        f()
+
+
 def modes(clock, ours, theirs, rounds: int, calls: int, use=None) -> dict:
     """The three modes as paired ratios t(theirs) / t(ours): eager (`calls` back-to-back calls),
     graph (the same calls captured once each and replayed), flushed (one call after an L2 flush
@@ -134,15 +142,12 @@ def modes(clock, ours, theirs, rounds: int, calls: int, use=None) -> dict:
             return run_one(f)
         return one
 
-    def many(f):
-        for _ in range(calls):   # outputs dropped as they come: kept, a wide layer's calls filled the GPU
-            f()
-    row = {"eager": _paired(ours, theirs, rounds, timed(lambda f: clock.time(lambda: many(f))))}
+    row = {"eager": _paired(ours, theirs, rounds, timed(lambda f: clock.time(lambda: many(f, calls))))}
     try:
         graphs = {}
         for f in (ours, theirs):
             use(f)
-            graphs[id(f)] = clock.graph(lambda f=f: many(f))
+            graphs[id(f)] = clock.graph(lambda f=f: many(f, calls))
         row["graph"] = _paired(ours, theirs, rounds, timed(lambda f: clock.time(graphs[id(f)])))
     except Exception as err:  # noqa: BLE001  recorded: the mode is missing, not the shape
         row["graph"], row["graph_error"] = None, f"{type(err).__name__}: {err}".splitlines()[0]
