@@ -10,10 +10,13 @@ from cudal2.harness.guards import sign_block
 
 
 def inputs(dist: str, M: int, N: int, K: int, rng):
-    """As the judge draws them: B 'signed' (U(0.5, 1), sign flipped every other sign block), A
-    'normal' or, in the cancelling trial, 'positive' (U(0.5, 1))."""
+    """As the judge draws them (`judge.TRIAL_DISTS`): both Gaussian ('normal', what timed calls get),
+    or the cancelling trial: A 'positive' (U(0.5, 1)), B 'signed' (U(0.5, 1), sign flipped every
+    other sign block)."""
+    if dist == "normal":
+        return rng.standard_normal((M, K)), rng.standard_normal((N, K))
     b = (0.5 + 0.5 * rng.random((N, K))) * np.where((np.arange(K) // sign_block(K)) % 2 == 0, 1.0, -1.0)
-    return (rng.standard_normal((M, K)) if dist == "normal" else 0.5 + 0.5 * rng.random((M, K))), b
+    return 0.5 + 0.5 * rng.random((M, K)), b
 
 
 def gemm(a, b, chunk: int, round_partials: bool):

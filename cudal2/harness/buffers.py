@@ -158,8 +158,8 @@ def new_seed() -> int:
 def fill(x: cp.ndarray, dist: str, seed: int) -> None:
     """Fill an fp16 matrix in place: 'pm1' draws from {-1, 0, 1} (the exact stage); every other
     `dist` is a mode of the guards' generator (`guards.MODES`: 'normal', 'uniform' (positive-mean:
-    partial sums grow with K, which exposes fp16 accumulation), 'positive', 'signed'), the same
-    values the timing stage draws. A 'positive' A times a 'signed' B is the cancelling trial: long
+    partial sums grow with K, which exposes fp16 accumulation), 'positive', 'signed'), the values
+    the timing stage draws ('normal' both). A 'positive' A times a 'signed' B is the cancelling trial: long
     same-sign runs make large partial sums while the whole dot product stays small, so rounding
     partial sums to fp16 shows at many times the output's own rounding."""
     if dist == "pm1":
