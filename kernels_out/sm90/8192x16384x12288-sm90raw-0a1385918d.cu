@@ -1,14 +1,17 @@
 // ============================================================================================
 // cudal2 kernel family "sm90raw": Hopper HGEMM in raw PTX (wgmma + TMA + mbarrier), sm_90a only.
-// params: {"BM": 128, "BN": 256, "CLUSTER": 2, "CONSUMERS": 2, "EPI": "tma", "GROUP_M": 8, "MAX_CTAS": 132, "SCHED": "tiles", "SPLIT_K": 1, "STAGES": 3}
-// shape:  C[8192x8192] = A[8192x16384] . B[8192x16384]^T, all row-major fp16, fp32 accumulation
-// cudal2-shapes: 8192x8192x16384
+// params: {"BM": 128, "BN": 256, "CLUSTER": 2, "CONSUMERS": 2, "EPI": "tma", "GROUP_M": 8, "MAX_CTAS": 132, "ORDER": "grouped", "SCHED": "hybrid", "SPLIT_K": 1, "STAGES": 3}
+// shape:  C[8192x16384] = A[8192x12288] . B[16384x12288]^T, all row-major fp16, fp32 accumulation
+// cudal2-shapes: 8192x16384x12288
 //
 // Block tile 128x256x64; 384 threads = 1 producer warpgroup + 2 consumer warpgroup(s),
 // each consumer owning 64 rows x 256 columns (1 x wgmma m64n256k16 per k16 step, 128 fp32
-// accumulators per thread); 3 pipeline stages of 49152 bytes; 64x32 = 2048 output tiles
+// accumulators per thread); 3 pipeline stages of 49152 bytes; 64x64 = 4096 output tiles
 // walked by a persistent grid of 132 CTAs in clusters of 2 in GROUP_M=8 order; epilogue "tma";
 // 214064 bytes of dynamic shared memory.
+// Stream-K hybrid: 1980 items as whole tiles (30 per worker), then the last 68 items' 13056
+// k-tile iterations cut evenly over the 66 workers; partial tiles are fixed up in this kernel through a
+// 34867280-byte workspace (fp32 partials, then flags that a first launch, sm90raw_clear, zeroes).
 //
 // Contract v2 (docs/kernel-contract.md): device code only. The harness encodes the TMA
 // descriptors named in the launch block (2-D, fp16, out-of-bounds reads fill zeros), raises the
@@ -44,6 +47,32 @@
 //     still storing the current one (the ring carries over tiles).
 //   * grouped raster: tiles are numbered in groups of GROUP_M tile-rows, column by column inside a
 //     group, so the CTAs working at the same moment share A rows and B columns in L2.
+//   * stream-K hybrid (data-parallel waves + one stream-K wave, fixed up in the kernel): the
+//     items that fill whole waves go to the workers as whole tiles (worker w: items w, w + WORKERS,
+//     ...), with the usual epilogue and no partials. Only the last SK_ITEMS items, those that would
+//     leave SMs idle in a last partial wave, are cut stream-K style: their k-tile iterations, item
+//     after item, into WORKERS equal contiguous runs, so every worker ends at the same k tile.
+//     A run's first segment (the tail of an item: it does not start at k = 0) is not the tile's
+//     owner: it stores its fp32 partial tile into workspace slot (w + sk) * CLUSTER + rank, then
+//     publishes it (bar.sync of the warpgroup, then one red.release.gpu on its flag). The segment
+//     that starts at k = 0 owns the tile: it waits (ld.acquire.gpu) for the flags of the later
+//     workers that hold the rest of the tile, adds their partials to its accumulators in worker
+//     order (a fixed order: the same bits on every call), and stores C with the normal epilogue.
+//     No deadlock: a worker only waits on later workers' tails, every worker publishes its tail
+//     before it waits on anything (sk_item: whole items, then the tail, then the head), and the
+//     last worker never waits. With the whole grid resident (one CTA per SM) every wait ends.
+//     When another kernel holds SMs, a worker can wait on one not started yet; it starts when
+//     an SM frees (another worker or that kernel finishing), as long as CTAs of one launch start
+//     in index order, which this assumes, as other stream-K kernels do. k-synchronous: a stream-K segment walks its k tiles downwards, so
+//     with a tail and a head every worker is at k tile KTILES-1-t (in its tail) or run-1-t (in its
+//     head), two k slices in all: the CTAs sharing A rows and B columns read them from L2
+//     together, as in a data-parallel wave. Upwards, worker w would be at k = (w x run + t) mod
+//     KTILES, 132 different slices, and A and B would stream from HBM once per CTA (measured on
+//     the H100: DRAM traffic 56% instead of 33% of peak, 1.4x the time at 2048x8192x8192).
+//     The flags live in the workspace,
+//     which holds garbage at the start of a call, so a first, tiny launch (sm90raw_clear) zeroes
+//     them: nothing is carried between calls. Fix-up traffic is about one partial tile written and
+//     one read per CTA, through L2: worth it where a wave is long (deep K, many waves).
 //   * 2-CTA clusters with TMA multicast: the two CTAs of a cluster own vertically adjacent tiles
 //     (tile rows 2u and 2u + 1, the same tile column), so they need the same B tile. Each loads its
 //     own A tile and one half of B (BN/2 rows), multicast (.multicast::cluster, mask 0b11) into
@@ -66,11 +95,14 @@
 // ============================================================================================
 /* cudal2-launch
 {
+  "workspace": 34867280,
   "m_tiles": [128],
   "kernels": [
+    {"name": "sm90raw_clear", "grid": [3, 1, 1], "block": [256, 1, 1], "args": [{"ws": 34865152}]},
     {"name": "sm90raw_hgemm", "grid": [132, 1, 1], "block": [384, 1, 1], "cluster": [2, 1, 1], "smem": 214064,
      "args": [{"tmap": "A", "box": [64, 128], "swizzle": 128},
               {"tmap": "B", "box": [64, 128], "swizzle": 128},
+              {"ws": 0},
               {"tmap": "C", "box": [64, 64], "swizzle": 128}]}
   ]
 }
@@ -82,7 +114,7 @@
 namespace {
 
 // ---- the problem: this file is rendered for exactly one shape ------------------------------
-constexpr int kM = 8192, kN = 8192, kK = 16384;
+constexpr int kM = 8192, kN = 16384, kK = 12288;
 
 // ---- tiling --------------------------------------------------------------------------------
 constexpr int BM = 128, BN = 256, BK = 64;   // block tile; BK = 64 halves = one 128-byte swizzle row
@@ -99,8 +131,22 @@ constexpr int TILES_M = (kM + BM - 1) / BM, TILES_N = (kN + BN - 1) / BN, TILES 
 constexpr int KTILES = (kK + BK - 1) / BK;             // the last one may be partial (TMA zero-fills it)
 // Work items: a cluster of CLUSTER CTAs takes CLUSTER vertically adjacent tiles at a time.
 constexpr int ITEMS_M = (TILES_M + CLUSTER - 1) / CLUSTER, ITEMS = ITEMS_M * TILES_N;
-constexpr int GRID = 132;                              // persistent CTAs: min(ITEMS * CLUSTER, MAX_CTAS)
+// Stream-K hybrid: DP_ITEMS whole items (worker w: w, w + WORKERS, ...), then the last SK_ITEMS
+// items' k-tile iterations in equal runs, one per worker (cluster).
+constexpr int GRID = 132;                              // persistent CTAs: every SM (MAX_CTAS)
 constexpr int NCLUSTERS = GRID / CLUSTER;
+constexpr int WORKERS = NCLUSTERS;
+constexpr int SK_ITEMS = 68, DP_ITEMS = ITEMS - SK_ITEMS, DP_PER_WORKER = DP_ITEMS / WORKERS;
+constexpr long long STREAM_ITERS = (long long)SK_ITEMS * KTILES;   // the stream-K wave's k tiles
+constexpr int SLOTS = (WORKERS + SK_ITEMS - 1) * CLUSTER;  // slot (w + sk) * CLUSTER + rank per stream-K segment
+constexpr int FLAGS = SLOTS * CONSUMERS;               // one per slot and consumer warpgroup
+static_assert(DP_ITEMS % WORKERS == 0 && DP_ITEMS == 1980, "the data-parallel items fill whole waves");
+static_assert(STREAM_ITERS >= WORKERS, "every worker's stream-K run is non-empty (the fix-up relies on it)");
+constexpr int SLOT_FLOATS = BM * BN;                   // a slot is a whole tile, row-major, fp32
+// the partial slots, then the flags (uint32 each, rounded up to 16 bytes)
+constexpr size_t FLAG_OFFSET = size_t(SLOTS) * SLOT_FLOATS * sizeof(float);
+constexpr size_t WS_BYTES = FLAG_OFFSET + (size_t(FLAGS) * 4 + 15) / 16 * 16;
+constexpr int CLEAR_THREADS = 256;
 
 // ---- registers: setmaxnreg moves them from the producer to the consumers ---------------------
 // The CTA is compiled for THREADS threads at one block per SM, so each thread starts with
@@ -133,8 +179,9 @@ static_assert(BM <= 256 && BN <= 256, "a TMA box has at most 256 rows");
 static_assert(A_STAGE_BYTES % 1024 == 0 && B_STAGE_BYTES % (1024 * CLUSTER) == 0, "tiles (and B halves) stay 1024-byte aligned");
 static_assert(SMEM_BYTES == 214064 && ACC == 128, "the family's smem and register figures are the kernel's");
 // The launch block above is rendered from the family's own numbers: they must be the kernel's.
-static_assert(THREADS == 384 && TILES == 2048 && GRID % CLUSTER == 0 && NCLUSTERS <= ITEMS,
-              "launch block grid/block/cluster");
+static_assert(THREADS == 384 && TILES == 4096 && GRID % CLUSTER == 0, "launch block grid/block/cluster");
+static_assert(WS_BYTES == 34867280ull && FLAG_OFFSET == 34865152ull && FLAG_OFFSET % 16 == 0 &&
+              (FLAGS + CLEAR_THREADS - 1) / CLEAR_THREADS == 3, "launch block workspace, flags and clear grid");
 
 // ---- PTX wrappers ------------------------------------------------------------------------------
 __device__ __forceinline__ uint32_t smem_u32(const void* p) {
@@ -243,6 +290,22 @@ __device__ __forceinline__ void warpgroup_sync(int id) {
     asm volatile("bar.sync %0, 128;" :: "r"(id) : "memory");
 }
 
+// ---- the fix-up's flags (stream-K hybrid) -----------------------------------------------------------
+// Publish: every thread's partial-tile stores come before this (the warpgroup's bar.sync orders them
+// before this thread at CTA scope, and the release makes them visible at GPU scope with the flag).
+__device__ __forceinline__ void flag_release(unsigned* flag) {
+    asm volatile("red.release.gpu.global.add.u32 [%0], 1;" :: "l"(flag) : "memory");
+}
+
+// Wait until the flag is set; the acquire orders this thread's later reads after the partial's
+// stores (the warpgroup's bar.sync after it extends that to the other threads).
+__device__ __forceinline__ void flag_acquire(const unsigned* flag) {
+    unsigned v;
+    do {
+        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(flag) : "memory");
+    } while (v == 0);
+}
+
 // wgmma shared-memory matrix descriptor for a K-major tile written by TMA with the 128B swizzle:
 //   bits  0-13  start address >> 4
 //   bits 16-29  leading-dimension byte offset >> 4 (unused by the swizzled K-major layouts; 1)
@@ -304,6 +367,37 @@ __device__ __forceinline__ void wgmma_m64nNk16(float (&d)[BN / 2], uint64_t desc
                  : "l"(desc_a), "l"(desc_b), "r"(scale_d));
 }
 
+// Consumer c's fp32 accumulators, unrounded, into a [BM][BN] workspace slot (its WG_M rows of the
+// tile). Rows and columns past M and N are stored too (the TMA zero-filled them, so they hold
+// zeros): nothing is masked. A quad of lanes writes 32 contiguous bytes of a row (float2 each):
+// whole 32-byte sectors.
+__device__ __forceinline__ void store_partial(float* slot, const float (&d)[M_SUB][BN / 2], int c, int warp, int lane) {
+    const int row0 = c * WG_M + warp * 16 + lane / 4, col0 = 2 * (lane % 4);
+#pragma unroll
+    for (int s = 0; s < M_SUB; ++s)
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+            for (int h = 0; h < 2; ++h)
+                *reinterpret_cast<float2*>(slot + (row0 + s * 64 + h * 8) * BN + col0 + 8 * j) =
+                    make_float2(d[s][4 * j + 2 * h], d[s][4 * j + 2 * h + 1]);
+}
+
+// The same positions of another segment's slot, added to the accumulators. Read through L2
+// (__ldcg): another SM wrote them during this launch, and L1 is not coherent with it.
+__device__ __forceinline__ void add_partial(const float* slot, float (&d)[M_SUB][BN / 2], int c, int warp, int lane) {
+    const int row0 = c * WG_M + warp * 16 + lane / 4, col0 = 2 * (lane % 4);
+#pragma unroll
+    for (int s = 0; s < M_SUB; ++s)
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const float2 v = __ldcg(reinterpret_cast<const float2*>(slot + (row0 + s * 64 + h * 8) * BN + col0 + 8 * j));
+                d[s][4 * j + 2 * h] += v.x;
+                d[s][4 * j + 2 * h + 1] += v.y;
+            }
+}
 
 // ---- tile scheduler: linear work item -> (item row, tile col) in grouped order ----------------
 // Items are visited in groups of GROUP_M item-rows; inside a group the walk goes down a column
@@ -319,11 +413,61 @@ __device__ __forceinline__ void item_of(int t, int& im, int& tn) {
     tn = in_group / rows;
 }
 
+// Worker w's run of the flattened stream-K iteration space (item after item, KTILES k tiles each; item sk of
+// the wave is item DP_ITEMS + sk): [iter_begin(w), iter_begin(w + 1)).
+__device__ __forceinline__ long long iter_begin(int w) { return (long long)w * STREAM_ITERS / WORKERS; }
+
+// The worker whose run holds iteration x: the largest w with iter_begin(w) <= x.
+__device__ __forceinline__ int worker_of(long long x) {
+    return int(((x + 1) * WORKERS + STREAM_ITERS - 1) / STREAM_ITERS) - 1;
+}
+
+// The k-tile range [kt0, kt1) of stream item u that worker w's run covers.
+__device__ __forceinline__ void segment_of(int w, int u, int& kt0, int& kt1) {
+    const long long lo = iter_begin(w) - (long long)u * KTILES, hi = iter_begin(w + 1) - (long long)u * KTILES;
+    kt0 = lo > 0 ? int(lo) : 0;
+    kt1 = hi < KTILES ? int(hi) : KTILES;
+}
+
+// Worker w's units: its DP_PER_WORKER whole items, then one segment per stream-K item its run touches
+// (sk_count(w) of them from sk_first(w)).
+__device__ __forceinline__ int sk_first(int w) { return int(iter_begin(w) / KTILES); }
+__device__ __forceinline__ int sk_count(int w) { return int((iter_begin(w + 1) - 1) / KTILES) - sk_first(w) + 1; }
+__device__ __forceinline__ int units_of(int w) { return DP_PER_WORKER + sk_count(w); }
+
+// The stream-K item of worker w's j-th segment, in the order it runs them: when the run starts inside
+// an item (a tail, which it publishes), the items wholly inside the run come first, then that tail,
+// then the item the run ends in (a head, whose owner waits): every worker publishes before it waits.
+__device__ __forceinline__ int sk_item(int w, int j) {
+    const int first = sk_first(w), n = sk_count(w);
+    if (iter_begin(w) % KTILES == 0 || j == n - 1) return first + j;
+    return first + (j + 1) % (n - 1);                  // first + 1, ..., first + n - 2, then first
+}
+
+// Unit u of worker w -> its tile, its k-tile range [kt0, kt1) and its stream-K item sk (-1: a whole
+// data-parallel item).
+__device__ __forceinline__ void unit_of(int w, int u, int& im, int& tn, int& kt0, int& kt1, int& sk) {
+    if (u < DP_PER_WORKER) {
+        item_of(w + u * WORKERS, im, tn);
+        kt0 = 0, kt1 = KTILES, sk = -1;
+        return;
+    }
+    sk = sk_item(w, u - DP_PER_WORKER);
+    item_of(DP_ITEMS + sk, im, tn);
+    segment_of(w, sk, kt0, kt1);
+}
+
+// The workspace slot of worker w's segment of stream-K item sk (w + sk is unique among segments:
+// a later worker only touches later items), and the last worker holding part of item sk.
+__device__ __forceinline__ int slot_of(int w, int sk, int rank) { return (w + sk) * CLUSTER + rank; }
+__device__ __forceinline__ int last_worker(int sk) { return worker_of((long long)sk * KTILES + KTILES - 1); }
+
 }  // namespace
 
 // ---- the kernel -----------------------------------------------------------------------------------
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
 sm90raw_hgemm(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB,
+              float* P,                                  // the workspace: SLOTS x [BM][BN] fp32 partial tiles, then FLAGS flags
               const __grid_constant__ CUtensorMap tmC) {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     const uint32_t sA = (smem_u32(smem_raw) + 1023u) & ~1023u;   // STAGES x [BM][64] halves
@@ -336,6 +480,10 @@ sm90raw_hgemm(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ C
     const uint32_t rank = cluster_rank();                       // which tile of the item: row im * CLUSTER + rank
     const int first_item = cluster_id();
     constexpr int ITEM_STEP = NCLUSTERS;
+    // Stream-K hybrid: worker w = this cluster; its whole items, then its stream-K segments (see unit_of).
+    const int w = first_item;
+    const int u_begin = 0, u_end = units_of(w);
+    constexpr int U_STEP = 1;
 
     if (threadIdx.x == 0) {
         asm volatile("prefetch.tensormap [%0];" :: "l"(reinterpret_cast<uint64_t>(&tmA)) : "memory");
@@ -358,13 +506,14 @@ sm90raw_hgemm(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ C
             int stage = 0;
             uint32_t phase = 0;
 #pragma unroll 1
-            for (int t = first_item; t < ITEMS; t += ITEM_STEP) {
-                int im, tn;
-                item_of(t, im, tn);
+            for (int u = u_begin; u < u_end; u += U_STEP) {
+                int im, tn, kt0, kt1, sk;
+                unit_of(w, u, im, tn, kt0, kt1, sk);
                 int tm = im * CLUSTER + rank;
                 tm = tm < TILES_M ? tm : TILES_M - 1;           // past M: recompute the last tile row, store nothing
 #pragma unroll 1
-                for (int kt = 0; kt < KTILES; ++kt) {
+                for (int i = 0; i < kt1 - kt0; ++i) {
+                    const int kt = sk >= 0 ? kt1 - 1 - i : kt0 + i;
                     mbar_wait(empty_bar + 8 * stage, phase ^ 1);      // every consumer warp released it
                     const uint32_t fb = full_bar + 8 * stage;
                     mbar_arrive_expect_tx(fb, STAGE_BYTES);           // full boxes, zero-fill included
@@ -394,17 +543,18 @@ sm90raw_hgemm(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ C
         const uint64_t desc_b0 = smem_desc(sB);
         const uint32_t stage_c = sC + c * (WG_M * BN * 2);      // this consumer's C staging area
 
+        unsigned* const flags = reinterpret_cast<unsigned*>(reinterpret_cast<char*>(P) + FLAG_OFFSET);
         float acc[M_SUB][BN / 2];
         int stage = 0;
         uint32_t phase = 0;
 #pragma unroll 1
-        for (int t = first_item; t < ITEMS; t += ITEM_STEP) {
-            int im, tn;
-            item_of(t, im, tn);
+        for (int u = u_begin; u < u_end; u += U_STEP) {
+            int im, tn, kt0, kt1, sk;
+            unit_of(w, u, im, tn, kt0, kt1, sk);
             const int tm = im * CLUSTER + rank;                 // may be TILES_M (odd TILES_M): no stores
             int prev = 0;
 #pragma unroll 1
-            for (int kt = 0; kt < KTILES; ++kt) {
+            for (int i = 0; i < kt1 - kt0; ++i) {             // this unit's k tiles
                 mbar_wait(full_bar + 8 * stage, phase);                 // TMA bytes have landed
                 fence_acc(acc);
                 wgmma_fence();
@@ -414,7 +564,7 @@ sm90raw_hgemm(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ C
                     for (int s = 0; s < M_SUB; ++s) {
                         const uint64_t da = desc_a0 + ((stage * A_STAGE_BYTES + s * 64 * 128 + ks * 32) >> 4);
                         const uint64_t db = desc_b0 + ((stage * B_STAGE_BYTES + ks * 32) >> 4);
-                        wgmma_m64nNk16(acc[s], da, db, (kt > 0 || ks > 0) ? 1 : 0);
+                        wgmma_m64nNk16(acc[s], da, db, (i > 0 || ks > 0) ? 1 : 0);
                     }
                 }
                 wgmma_commit();
@@ -423,7 +573,7 @@ sm90raw_hgemm(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ C
                 // can go back to the producers (this CTA's and the peer's).
                 wgmma_wait<1>();
                 fence_acc(acc);
-                if (kt > 0 && lane == 0) {
+                if (i > 0 && lane == 0) {
 #pragma unroll
                     for (int r = 0; r < CLUSTER; ++r) mbar_arrive_cluster(empty_bar + 8 * prev, r);
                 }
@@ -438,6 +588,25 @@ sm90raw_hgemm(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ C
             }
             if (tm >= TILES_M) continue;                        // the padding tile of an odd TILES_M
 
+            if (sk >= 0 && kt0 > 0) {
+                // ---- stream-K fix-up, a later segment of the tile: publish its fp32 partial tile ----
+                const int slot = slot_of(w, sk, int(rank));
+                store_partial(P + size_t(slot) * SLOT_FLOATS, acc, c, warp, lane);
+                warpgroup_sync(1 + c);                          // all 128 threads' stores, then the flag
+                if (tid == 0) flag_release(flags + slot * CONSUMERS + c);
+                continue;
+            }
+            if (sk >= 0 && kt1 < KTILES) {
+                // ---- stream-K fix-up, the tile's owner (its segment starts at k = 0): the later
+                // workers' partials, added in worker order, then the normal epilogue ----
+#pragma unroll 1
+                for (int v = w + 1; v <= last_worker(sk); ++v) {
+                    const int slot = slot_of(v, sk, int(rank));
+                    if (tid == 0) flag_acquire(flags + slot * CONSUMERS + c);
+                    warpgroup_sync(1 + c);
+                    add_partial(P + size_t(slot) * SLOT_FLOATS, acc, c, warp, lane);
+                }
+            }
             // ---- epilogue: stmatrix into the staging area, then one thread issues TMA stores ----
             // The staging area may still be read by the TMA store of this consumer's previous tile.
             if (tid == 0) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
@@ -481,4 +650,10 @@ sm90raw_hgemm(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ C
         // The last stores must be complete (not just read out of shared memory) before exit.
         if (tid == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
     }
+}
+
+// ---- the first launch: zero the fix-up's flags (the workspace holds garbage when a call starts) ----
+extern "C" __global__ void __launch_bounds__(CLEAR_THREADS) sm90raw_clear(unsigned* __restrict__ flags) {
+    const int i = blockIdx.x * CLEAR_THREADS + threadIdx.x;
+    if (i < FLAGS) flags[i] = 0u;
 }
