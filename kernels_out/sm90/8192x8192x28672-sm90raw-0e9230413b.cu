@@ -1,17 +1,17 @@
 // ============================================================================================
 // cudal2 kernel family "sm90raw": Hopper HGEMM in raw PTX (wgmma + TMA + mbarrier), sm_90a only.
-// params: {"BM": 128, "BN": 256, "CLUSTER": 1, "CONSUMERS": 2, "EPI": "tma", "GROUP_M": 8, "MAX_CTAS": 132, "ORDER": "grouped", "SCHED": "hybrid", "SPLIT_K": 1, "STAGES": 3}
+// params: {"BM": 128, "BN": 256, "CLUSTER": 2, "CONSUMERS": 2, "EPI": "tma", "GROUP_M": 8, "MAX_CTAS": 132, "ORDER": "grouped", "SCHED": "hybrid", "SPLIT_K": 1, "STAGES": 3}
 // shape:  C[8192x8192] = A[8192x28672] . B[8192x28672]^T, all row-major fp16, fp32 accumulation
 // cudal2-shapes: 8192x8192x28672
 //
 // Block tile 128x256x64; 384 threads = 1 producer warpgroup + 2 consumer warpgroup(s),
 // each consumer owning 64 rows x 256 columns (1 x wgmma m64n256k16 per k16 step, 128 fp32
 // accumulators per thread); 3 pipeline stages of 49152 bytes; 64x32 = 2048 output tiles
-// walked by a persistent grid of 132 CTAs in GROUP_M=8 order; epilogue "tma";
+// walked by a persistent grid of 132 CTAs in clusters of 2 in GROUP_M=8 order; epilogue "tma";
 // 214064 bytes of dynamic shared memory.
-// Stream-K hybrid: 1980 items as whole tiles (15 per worker), then the last 68 items' 30464
-// k-tile iterations cut evenly over the 132 workers; partial tiles are fixed up in this kernel through a
-// 26084928-byte workspace (fp32 partials, then flags that a first launch, sm90raw_clear, zeroes).
+// Stream-K hybrid: 990 items as whole tiles (15 per worker), then the last 34 items' 15232
+// k-tile iterations cut evenly over the 66 workers; partial tiles are fixed up in this kernel through a
+// 25953840-byte workspace (fp32 partials, then flags that a first launch, sm90raw_clear, zeroes).
 //
 // Contract v2 (docs/kernel-contract.md): device code only. The harness encodes the TMA
 // descriptors named in the launch block (2-D, fp16, out-of-bounds reads fill zeros), raises the
@@ -40,8 +40,8 @@
 //     commit_group per k tile, wait_group<1> so the tensor cores always have the next k tile's
 //     MMAs queued while the previous tile's stage is released (one group in flight). The first
 //     k16 step of each output tile uses scale-d = 0, which zeroes the accumulators for free.
-//   * persistent grid + static tile scheduler (item_of): GRID <= #SMs CTAs; CTA b of
-//     GRID handles work items b, b + GRID, ... (an item is one output tile). The
+//   * persistent grid + static tile scheduler (item_of): GRID <= #SMs CTAs; cluster b of
+//     NCLUSTERS handles work items b, b + NCLUSTERS, ... (an item is one tile per CTA of the cluster). The
 //     producer and the consumers walk the same sequence independently, so they need no scheduler
 //     state in shared memory; the producer runs ahead into the next tile while the consumers are
 //     still storing the current one (the ring carries over tiles).
@@ -73,6 +73,16 @@
 //     which holds garbage at the start of a call, so a first, tiny launch (sm90raw_clear) zeroes
 //     them: nothing is carried between calls. Fix-up traffic is about one partial tile written and
 //     one read per CTA, through L2: worth it where a wave is long (deep K, many waves).
+//   * 2-CTA clusters with TMA multicast: the two CTAs of a cluster own vertically adjacent tiles
+//     (tile rows 2u and 2u + 1, the same tile column), so they need the same B tile. Each loads its
+//     own A tile and one half of B (BN/2 rows), multicast (.multicast::cluster, mask 0b11) into
+//     both CTAs' shared memory, completing on both CTAs' full[s]: half the B traffic from L2.
+//     Because a CTA's producer writes into its peer's stage s, empty[s] counts the consumer warps
+//     of both CTAs (remote arrivals through mapa + mbarrier.arrive.shared::cluster), the CTAs
+//     start with a cluster barrier (both rings initialized), and each producer ends with a tail
+//     that waits for the last release of every stage (no remote arrival can reach an exited CTA).
+//     A cluster whose lower tile row is past M (odd TILES_M) still loads and multiplies a real
+//     tile (the last row's A) so its peer's B half arrives; it just stores nothing.
 //   * epilogue overlapped with the next tile's mainloop (stmatrix + TMA store): each consumer
 //     rounds its accumulators to fp16 and writes them with stmatrix.x4 (four 8x8 fp16 matrices
 //     per instruction, straight from the wgmma register layout) into its own staging area, in
@@ -85,13 +95,13 @@
 // ============================================================================================
 /* cudal2-launch
 {
-  "workspace": 26084928,
+  "workspace": 25953840,
   "m_tiles": [128],
   "kernels": [
-    {"name": "sm90raw_clear", "grid": [2, 1, 1], "block": [256, 1, 1], "args": [{"ws": 26083328}]},
-    {"name": "sm90raw_hgemm", "grid": [132, 1, 1], "block": [384, 1, 1], "smem": 214064,
+    {"name": "sm90raw_clear", "grid": [2, 1, 1], "block": [256, 1, 1], "args": [{"ws": 25952256}]},
+    {"name": "sm90raw_hgemm", "grid": [132, 1, 1], "block": [384, 1, 1], "cluster": [2, 1, 1], "smem": 214064,
      "args": [{"tmap": "A", "box": [64, 128], "swizzle": 128},
-              {"tmap": "B", "box": [64, 256], "swizzle": 128},
+              {"tmap": "B", "box": [64, 128], "swizzle": 128},
               {"ws": 0},
               {"tmap": "C", "box": [64, 64], "swizzle": 128}]}
   ]
@@ -115,22 +125,22 @@ constexpr int ACC = M_SUB * BN / 2;                    // fp32 accumulators per 
 constexpr int THREADS = 128 * (1 + CONSUMERS);
 constexpr int STAGES = 3;
 constexpr int GROUP_M = 8;
-constexpr int CLUSTER = 1;                          // CTAs per cluster (along M), sharing B by multicast
+constexpr int CLUSTER = 2;                          // CTAs per cluster (along M), sharing B by multicast
 
 constexpr int TILES_M = (kM + BM - 1) / BM, TILES_N = (kN + BN - 1) / BN, TILES = TILES_M * TILES_N;
 constexpr int KTILES = (kK + BK - 1) / BK;             // the last one may be partial (TMA zero-fills it)
 // Work items: a cluster of CLUSTER CTAs takes CLUSTER vertically adjacent tiles at a time.
 constexpr int ITEMS_M = (TILES_M + CLUSTER - 1) / CLUSTER, ITEMS = ITEMS_M * TILES_N;
 // Stream-K hybrid: DP_ITEMS whole items (worker w: w, w + WORKERS, ...), then the last SK_ITEMS
-// items' k-tile iterations in equal runs, one per worker (CTA).
+// items' k-tile iterations in equal runs, one per worker (cluster).
 constexpr int GRID = 132;                              // persistent CTAs: every SM (MAX_CTAS)
 constexpr int NCLUSTERS = GRID / CLUSTER;
 constexpr int WORKERS = NCLUSTERS;
-constexpr int SK_ITEMS = 68, DP_ITEMS = ITEMS - SK_ITEMS, DP_PER_WORKER = DP_ITEMS / WORKERS;
+constexpr int SK_ITEMS = 34, DP_ITEMS = ITEMS - SK_ITEMS, DP_PER_WORKER = DP_ITEMS / WORKERS;
 constexpr long long STREAM_ITERS = (long long)SK_ITEMS * KTILES;   // the stream-K wave's k tiles
 constexpr int SLOTS = (WORKERS + SK_ITEMS - 1) * CLUSTER;  // slot (w + sk) * CLUSTER + rank per stream-K segment
 constexpr int FLAGS = SLOTS * CONSUMERS;               // one per slot and consumer warpgroup
-static_assert(DP_ITEMS % WORKERS == 0 && DP_ITEMS == 1980, "the data-parallel items fill whole waves");
+static_assert(DP_ITEMS % WORKERS == 0 && DP_ITEMS == 990, "the data-parallel items fill whole waves");
 static_assert(STREAM_ITERS >= WORKERS, "every worker's stream-K run is non-empty (the fix-up relies on it)");
 constexpr int SLOT_FLOATS = BM * BN;                   // a slot is a whole tile, row-major, fp32
 // the partial slots, then the flags (uint32 each, rounded up to 16 bytes)
@@ -149,6 +159,7 @@ static_assert(PRODUCER_REGS * 128 + CONSUMER_REGS * 128 * CONSUMERS <= 65536, "r
 constexpr int A_STAGE_BYTES = BM * BK * 2;             // [BM rows][128 bytes], 128B-swizzled by TMA
 constexpr int B_STAGE_BYTES = BN * BK * 2;             // [BN rows][128 bytes]
 constexpr int STAGE_BYTES = A_STAGE_BYTES + B_STAGE_BYTES;   // what full[s] expects per stage
+constexpr int B_HALF_ROWS = BN / CLUSTER;              // rows of B each CTA of the cluster loads and multicasts
 // C staging: per consumer, WG_M x BN halves as BN / EPI_COLS column blocks of [WG_M][EPI_COLS],
 // each block one TMA-store box, stored with the EPI_COLS * 2-byte swizzle of the C tensor map.
 constexpr int EPI_COLS = 64;
@@ -169,7 +180,7 @@ static_assert(A_STAGE_BYTES % 1024 == 0 && B_STAGE_BYTES % (1024 * CLUSTER) == 0
 static_assert(SMEM_BYTES == 214064 && ACC == 128, "the family's smem and register figures are the kernel's");
 // The launch block above is rendered from the family's own numbers: they must be the kernel's.
 static_assert(THREADS == 384 && TILES == 2048 && GRID % CLUSTER == 0, "launch block grid/block/cluster");
-static_assert(WS_BYTES == 26084928ull && FLAG_OFFSET == 26083328ull && FLAG_OFFSET % 16 == 0 &&
+static_assert(WS_BYTES == 25953840ull && FLAG_OFFSET == 25952256ull && FLAG_OFFSET % 16 == 0 &&
               (FLAGS + CLEAR_THREADS - 1) / CLEAR_THREADS == 2, "launch block workspace, flags and clear grid");
 
 // ---- PTX wrappers ------------------------------------------------------------------------------
@@ -186,8 +197,16 @@ __device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t byt
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(bar), "r"(bytes) : "memory");
 }
 
-__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(bar) : "memory");
+// Arrive on the barrier at the same shared-memory offset in CTA `cta` of this cluster (this CTA
+// included): mapa turns the local address into a shared::cluster one. The default .release.cta
+// semantics suffice (as in CUTLASS's ClusterBarrier): what the arrival orders is this warp's
+// completed wgmma reads of the stage before the peer's next TMA write into it, and
+// .release.cluster would cost a MEMBAR.GPU per arrival.
+__device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar, uint32_t cta) {
+    asm volatile("{\n\t.reg .b32 ra;\n\t"
+                 "mapa.shared::cluster.u32 ra, %0, %1;\n\t"
+                 "mbarrier.arrive.shared::cluster.b64 _, [ra];\n\t}"
+                 :: "r"(bar), "r"(cta) : "memory");
 }
 
 // Block until the phase with parity `parity` has completed. A fresh barrier is in phase 0, and
@@ -209,6 +228,34 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map
                  " [%0], [%1, { %2, %3 }], [%4];"
                  :: "r"(dst), "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(bar)
                  : "memory");
+}
+
+// The same, written at the same offset into every CTA of `mask` (bit i = cluster rank i), each
+// copy completing on the barrier at `bar`'s offset in its own CTA.
+__device__ __forceinline__ void tma_load_2d_multicast(uint32_t dst, const CUtensorMap* map, int c0, int c1, uint32_t bar,
+                                                      uint16_t mask) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+                 " [%0], [%1, { %2, %3 }], [%4], %5;"
+                 :: "r"(dst), "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(bar), "h"(mask)
+                 : "memory");
+}
+
+__device__ __forceinline__ uint32_t cluster_rank() {
+    uint32_t r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+
+__device__ __forceinline__ uint32_t cluster_id() {
+    uint32_t r;
+    asm volatile("mov.u32 %0, %%clusterid.x;" : "=r"(r));
+    return r;
+}
+
+// Every thread of every CTA of the cluster: release this CTA's earlier writes (the barrier
+// inits), then wait until all have arrived.
+__device__ __forceinline__ void cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
 
 // ---- epilogue helpers: stmatrix into swizzled staging, then TMA store -------------------------
@@ -430,9 +477,10 @@ sm90raw_hgemm(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ C
     const uint32_t empty_bar = full_bar + STAGES * 8;           // STAGES x 8 bytes
 
     const int wg = threadIdx.x / 128;                           // 0: producer, 1..CONSUMERS: consumers
-    const int first_item = blockIdx.x;
-    constexpr int ITEM_STEP = GRID;
-    // Stream-K hybrid: worker w = this CTA; its whole items, then its stream-K segments (see unit_of).
+    const uint32_t rank = cluster_rank();                       // which tile of the item: row im * CLUSTER + rank
+    const int first_item = cluster_id();
+    constexpr int ITEM_STEP = NCLUSTERS;
+    // Stream-K hybrid: worker w = this cluster; its whole items, then its stream-K segments (see unit_of).
     const int w = first_item;
     const int u_begin = 0, u_end = units_of(w);
     constexpr int U_STEP = 1;
@@ -444,12 +492,12 @@ sm90raw_hgemm(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ C
 #pragma unroll 1
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(full_bar + 8 * s, 1);                     // the producer's arrive.expect_tx
-            mbar_init(empty_bar + 8 * s, CLUSTER * CONSUMERS * 4);   // one arrive per consumer warp
+            mbar_init(empty_bar + 8 * s, CLUSTER * CONSUMERS * 4);   // one arrive per consumer warp of each CTA
         }
-        // Make the initialized barriers visible to the async proxy (the TMA unit).
+        // Make the initialized barriers visible to the async proxy (the TMA unit) and the peer CTA.
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
-    __syncthreads();
+    cluster_sync();                                             // both CTAs' barriers exist before any multicast
 
     if (wg == 0) {
         // ================= producer warpgroup =================
@@ -461,7 +509,8 @@ sm90raw_hgemm(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ C
             for (int u = u_begin; u < u_end; u += U_STEP) {
                 int im, tn, kt0, kt1, sk;
                 unit_of(w, u, im, tn, kt0, kt1, sk);
-                const int tm = im;
+                int tm = im * CLUSTER + rank;
+                tm = tm < TILES_M ? tm : TILES_M - 1;           // past M: recompute the last tile row, store nothing
 #pragma unroll 1
                 for (int i = 0; i < kt1 - kt0; ++i) {
                     const int kt = sk >= 0 ? kt1 - 1 - i : kt0 + i;
@@ -469,9 +518,18 @@ sm90raw_hgemm(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ C
                     const uint32_t fb = full_bar + 8 * stage;
                     mbar_arrive_expect_tx(fb, STAGE_BYTES);           // full boxes, zero-fill included
                     tma_load_2d(sA + stage * A_STAGE_BYTES, &tmA, kt * BK, tm * BM, fb);
-                    tma_load_2d(sB + stage * B_STAGE_BYTES, &tmB, kt * BK, tn * BN, fb);
+                    // This CTA's half of B, into both CTAs (the peer sends the other half).
+                    tma_load_2d_multicast(sB + stage * B_STAGE_BYTES + rank * (B_HALF_ROWS * 128), &tmB, kt * BK,
+                                          tn * BN + rank * B_HALF_ROWS, fb, uint16_t((1u << CLUSTER) - 1));
                     if (++stage == STAGES) { stage = 0; phase ^= 1; }
                 }
+            }
+            // Producer tail: wait for the last release of every stage, so every remote arrival
+            // from the peer's consumers has landed before this CTA may exit.
+#pragma unroll 1
+            for (int i = 0; i < STAGES; ++i) {
+                mbar_wait(empty_bar + 8 * stage, phase ^ 1);
+                if (++stage == STAGES) { stage = 0; phase ^= 1; }
             }
         }
     } else {
@@ -493,7 +551,7 @@ sm90raw_hgemm(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ C
         for (int u = u_begin; u < u_end; u += U_STEP) {
             int im, tn, kt0, kt1, sk;
             unit_of(w, u, im, tn, kt0, kt1, sk);
-            const int tm = im;
+            const int tm = im * CLUSTER + rank;                 // may be TILES_M (odd TILES_M): no stores
             int prev = 0;
 #pragma unroll 1
             for (int i = 0; i < kt1 - kt0; ++i) {             // this unit's k tiles
@@ -512,20 +570,27 @@ sm90raw_hgemm(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ C
                 wgmma_commit();
                 fence_acc(acc);
                 // Keep this k tile's MMAs in flight; the previous one's are done, so its stage
-                // can go back to the producer.
+                // can go back to the producers (this CTA's and the peer's).
                 wgmma_wait<1>();
                 fence_acc(acc);
-                if (i > 0 && lane == 0) mbar_arrive(empty_bar + 8 * prev);
+                if (i > 0 && lane == 0) {
+#pragma unroll
+                    for (int r = 0; r < CLUSTER; ++r) mbar_arrive_cluster(empty_bar + 8 * prev, r);
+                }
                 prev = stage;
                 if (++stage == STAGES) { stage = 0; phase ^= 1; }
             }
             wgmma_wait<0>();
             fence_acc(acc);
-            if (lane == 0) mbar_arrive(empty_bar + 8 * prev);
+            if (lane == 0) {
+#pragma unroll
+                for (int r = 0; r < CLUSTER; ++r) mbar_arrive_cluster(empty_bar + 8 * prev, r);
+            }
+            if (tm >= TILES_M) continue;                        // the padding tile of an odd TILES_M
 
             if (sk >= 0 && kt0 > 0) {
                 // ---- stream-K fix-up, a later segment of the tile: publish its fp32 partial tile ----
-                const int slot = slot_of(w, sk, 0);
+                const int slot = slot_of(w, sk, int(rank));
                 store_partial(P + size_t(slot) * SLOT_FLOATS, acc, c, warp, lane);
                 warpgroup_sync(1 + c);                          // all 128 threads' stores, then the flag
                 if (tid == 0) flag_release(flags + slot * CONSUMERS + c);
@@ -536,7 +601,7 @@ sm90raw_hgemm(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ C
                 // workers' partials, added in worker order, then the normal epilogue ----
 #pragma unroll 1
                 for (int v = w + 1; v <= last_worker(sk); ++v) {
-                    const int slot = slot_of(v, sk, 0);
+                    const int slot = slot_of(v, sk, int(rank));
                     if (tid == 0) flag_acquire(flags + slot * CONSUMERS + c);
                     warpgroup_sync(1 + c);
                     add_partial(P + size_t(slot) * SLOT_FLOATS, acc, c, warp, lane);
