@@ -1,7 +1,8 @@
 """Which 64-bit values that look like this process's device pointers a kernel finds in registers it
 never wrote (wgmma with run-time scale-d over zero operands, as bad/zz26_stale_register_pointer.cu
 reads them), after each harness step that can run before a candidate's call: the chip scrub, the L2
-flush (which ends with a register scrub), the flush's kernels without that scrub, and nothing.
+flush (which ends with a register scrub), the flush's kernels without that scrub, the register
+scrub with and without its wide pass (64 registers a thread), and nothing.
 
 Guarantees: each found value is printed with its offset from the known buffers (the flush buffer,
 the operands, the output). Does not: run the judge; it reproduces the sequence with the harness's
@@ -88,6 +89,10 @@ def run(step: str, A, B, C, out, flush, nvcc: bool) -> list[int]:
         flush.fill(0)
     if step == "regs":                  # the register scrub alone, right after a kernel that held `out`
         guards.scrub_regs()
+    if step == "regs-narrow":           # the register scrub as it was before its wide pass (R0..R29 only)
+        sc = guards._the_scrubber()
+        sc.uniform((2 * sc.sms,), (1024,), (guards.new_key(), np.uint64(0)))
+        sc.regs((2 * sc.sms,), (1024,), (guards.new_key(), np.uint64(0)))
     if step == "probe":                 # the probe right after itself (its own leftovers)
         probe(((out.size - 3) // 32 // 128,), (128,), (A, B, C, out, np.int32(64)))
         out.fill(0)
@@ -112,7 +117,7 @@ def main() -> None:
     known = {"flush": flush.data.ptr, "flush_end": flush.data.ptr + flush.nbytes, "A": A.data.ptr,
              "B": B.data.ptr, "C": C.data.ptr, "out": out.data.ptr}
     rows = []
-    for nvcc, step in [(n, s) for n in (False, True) for s in ["none", "regs", "probe", "scrub", "scrub+flush-kernels", "scrub+flush"]]:
+    for nvcc, step in [(n, s) for n in (False, True) for s in ["none", "regs-narrow", "regs", "probe", "scrub", "scrub+flush-kernels", "scrub+flush"]]:
         found = run(step, A, B, C, out, flush, nvcc)
         known.update(zip(("own_shared", "own_param", "own_local"), run.own))
         uniq = sorted(set(found))

@@ -1,6 +1,7 @@
 """The register scrub's machine code writes every register ptxas allots a thread at 32 (R0..R29: the
 top two, R30/R31, are never allotted) and every predicate, and the uniform scrub's every uniform
-register ptxas allots (UR4..UR61) and every uniform predicate: read from the SASS that nvcc's ptxas
+register ptxas allots (UR4..UR61) and every uniform predicate, and the wide scrub R0..R61 at 64 a
+thread: read from the SASS that nvcc's ptxas
 emits for the guard source (the judge builds it with NVRTC; same source, same options)."""
 
 import subprocess
@@ -32,6 +33,11 @@ def scrub_writes(listings) -> set[str]:
 
 def test_the_register_scrub_writes_r0_to_r29(scrub_writes):
     assert {f"R{i}" for i in range(guards.REG_WORDS)} <= scrub_writes
+
+
+def test_the_wide_register_scrub_writes_r0_to_r61_at_64_a_thread(listings):
+    wide = listings["cudal2_scrub_regs_wide"]
+    assert {f"R{i}" for i in range(guards.WIDE_WORDS + 2)} <= _writes(wide)
 
 
 def test_the_register_scrub_writes_every_predicate(scrub_writes):

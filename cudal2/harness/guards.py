@@ -78,18 +78,24 @@ __device__ __forceinline__ u64 prf(u64 key, u64 m) {
 # the end (ptxas keeps the frame in registers), so they take distinct registers: every one of
 # R0..R29 and P0..P6 is the destination of a write, in the register scrub and at the end of the
 # snapshot node (tests/test_scrub_regs.py, tests/test_snapshots_sass.py read the SASS). Left:
-# R30/R31 of the allotment. A kernel that calls it is compiled with -DREG_WORDS (`_OPTIONS`) and
-# bounded to 32 registers a thread.
+# R30/R31 of the allotment, which a review's kernel read (bad/zz29_stale_pointer_ld_lu); so the
+# register scrub also runs WIDE_WORDS at 64 registers a thread (one 1024-thread block per SM, again
+# the whole file): R0..R61 of that allotment. Whether its R0..R61 reach the physical registers that
+# a 32-register allotment calls R30/R31 depends on how the hardware lays allotments out, which is
+# not documented (eval/register_pointer_probe.py's `regs-narrow` against `regs` measures it). A
+# kernel that calls it is compiled with -DREG_WORDS and -DWIDE_WORDS (`_OPTIONS`) and bounded to
+# 32 (or 64) registers a thread.
 WASH_SRC = r"""
+template <int W = REG_WORDS>
 __device__ __forceinline__ void wash_registers(u64 key, u64 t, unsigned* sink) {
-    volatile unsigned frame[REG_WORDS];
-    for (int i = 0; i < REG_WORDS; ++i) frame[i] = (unsigned)mix(key ^ (t << 8) ^ (u64)i);
-    unsigned v[REG_WORDS];
+    volatile unsigned frame[W];
+    for (int i = 0; i < W; ++i) frame[i] = (unsigned)mix(key ^ (t << 8) ^ (u64)i);
+    unsigned v[W];
 #pragma unroll
-    for (int i = 0; i < REG_WORDS; ++i) v[i] = frame[i];
+    for (int i = 0; i < W; ++i) v[i] = frame[i];
 #pragma unroll
-    for (int i = REG_WORDS - 1; i >= 0; --i) frame[i] = v[i];
-    if (frame[(unsigned)t % REG_WORDS] == 0x9E3779B9u && sink) sink[0] = 1u;  // keeps the frame live
+    for (int i = W - 1; i >= 0; --i) frame[i] = v[i];
+    if (frame[(unsigned)t % W] == 0x9E3779B9u && sink) sink[0] = 1u;  // keeps the frame live
 }
 """
 
@@ -285,6 +291,9 @@ extern "C" __global__ void __launch_bounds__(1024, 2) cudal2_scrub_local(u64 key
 extern "C" __global__ void __launch_bounds__(1024, 2) cudal2_scrub_regs(u64 key, unsigned* sink) {
     wash_registers(key, ((u64)blockIdx.x << 10) | threadIdx.x, sink);
 }
+extern "C" __global__ void __launch_bounds__(1024, 1) cudal2_scrub_regs_wide(u64 key, unsigned* sink) {
+    wash_registers<WIDE_WORDS>(key, ((u64)blockIdx.x << 10) | threadIdx.x, sink);
+}
 // Uniform registers: no code ptxas emits writes them unless a value feeds the uniform datapath, so
 // UR_WORDS independent 64-bit hashes of the key each become a shared-memory offset, all in one
 // straight-line block before any branch: ptxas computes them in UR4..UR61 (with the carries of the
@@ -317,9 +326,10 @@ _MASK = 2**64 - 1
 
 LOCAL_TOP = 1 << 24  # where the local window ends on sm_90 (the probe: frames sit just below it)
 REG_WORDS = 30  # values the register scrub holds live at once (R0..R29: see cudal2_scrub_regs)
+WIDE_WORDS = 60  # the same at 64 registers a thread (R0..R61: cudal2_scrub_regs_wide)
 UR_WORDS = 40   # uniform hashes of the uniform scrub (UR4..UR61 and UP0..UP6: see cudal2_scrub_uniform)
 _OPTIONS = ("-std=c++17", f"-DLOCAL_WORDS={LOCAL_BYTES // 4}", f"-DLOCAL_TOP={LOCAL_TOP}u", f"-DREG_WORDS={REG_WORDS}",
-            f"-DUR_WORDS={UR_WORDS}")
+            f"-DWIDE_WORDS={WIDE_WORDS}", f"-DUR_WORDS={UR_WORDS}")
 def _fn(name: str):
     """A kernel of this module's source (compiled and looked up once: `rawkernels`)."""
     return rawkernels.function(_SRC, name, _OPTIONS)
@@ -498,9 +508,11 @@ class Guard:
 class Scrubber:
     """Overwrites, untimed, what a kernel could leave on the chip for a later call to find: the
     shared memory of every SM (at the largest carve-out), a LOCAL_BYTES local frame of every
-    thread slot and the window above it, the register file (R0..R29, P0..P6) and the uniform
-    registers ptxas allots (UR4..UR61, UP0..UP6: `cudal2_scrub_uniform`, not yet run on a GPU).
-    Not written: R30/R31 of a 32-register allotment, and UR0..UR3 and UR62, which no code ptxas
+    thread slot and the window above it, the register file (R0..R29, P0..P6 at 32 registers a
+    thread, then R0..R61 at 64: `cudal2_scrub_regs_wide`, not yet run on a GPU) and the uniform
+    registers ptxas allots (UR4..UR61, UP0..UP6: `cudal2_scrub_uniform`).
+    Not known to be written: R30/R31 of a 32-register allotment (the wide scrub's reach there is
+    unmeasured); not written: UR0..UR3 and UR62, which no code ptxas
     emits writes or reads; a kernel can read a register it never wrote through wgmma with a run-time
     scale-d, as every sm90raw point does on its first k-step, yet on the H100 none of 9.7
     million marker words read that way survived a scrub (eval/register_probe.py). Not covered:
@@ -517,7 +529,7 @@ class Scrubber:
         self.shared = cp.RawKernel(_SRC, "cudal2_scrub_shared", options=_OPTIONS)
         self.shared.max_dynamic_shared_size_bytes = self.smem
         self.shared.preferred_shared_memory_carveout = 100
-        self.local, self.regs = _fn("cudal2_scrub_local"), _fn("cudal2_scrub_regs")
+        self.local, self.regs, self.wide = _fn("cudal2_scrub_local"), _fn("cudal2_scrub_regs"), _fn("cudal2_scrub_regs_wide")
         self.uniform = _fn("cudal2_scrub_uniform")
 
     def __call__(self) -> None:
@@ -530,8 +542,10 @@ class Scrubber:
         self.scrub_regs(key)
 
     def scrub_regs(self, key: np.uint64) -> None:
-        # uniform first: its own vector registers are then rewritten by the register scrub
+        # uniform first: its own vector registers are then rewritten by the register scrubs; the
+        # wide one (64 a thread) before the narrow, whose R30/R31 it may reach (see WASH_SRC)
         self.uniform((2 * self.sms,), (1024,), (new_key(), np.uint64(0)))
+        self.wide((self.sms,), (1024,), (new_key(), np.uint64(0)))
         self.regs((2 * self.sms,), (1024,), (key, np.uint64(0)))
 
 
