@@ -82,7 +82,9 @@ __device__ __forceinline__ u64 prf(u64 key, u64 m) {
 # register scrub also runs WIDE_WORDS at 64 registers a thread (one 1024-thread block per SM, again
 # the whole file): R0..R61 of that allotment. Whether its R0..R61 reach the physical registers that
 # a 32-register allotment calls R30/R31 depends on how the hardware lays allotments out, which is
-# not documented (eval/register_pointer_probe.py's `regs-narrow` against `regs` measures it). A
+# not documented; on the H100 it halved what a probe found there (eval/register_pointer_probe.py:
+# one fixed address left in 15616 reads without the wide pass, 7808 with it), as if a 64-register
+# allotment spanned two 32-register ones and reached the first one's R30/R31 only. A
 # kernel that calls it is compiled with -DREG_WORDS and -DWIDE_WORDS (`_OPTIONS`) and bounded to
 # 32 (or 64) registers a thread.
 WASH_SRC = r"""
@@ -509,10 +511,10 @@ class Scrubber:
     """Overwrites, untimed, what a kernel could leave on the chip for a later call to find: the
     shared memory of every SM (at the largest carve-out), a LOCAL_BYTES local frame of every
     thread slot and the window above it, the register file (R0..R29, P0..P6 at 32 registers a
-    thread, then R0..R61 at 64: `cudal2_scrub_regs_wide`, not yet run on a GPU) and the uniform
+    thread, after R0..R61 at 64: `cudal2_scrub_regs_wide`) and the uniform
     registers ptxas allots (UR4..UR61, UP0..UP6: `cudal2_scrub_uniform`).
-    Not known to be written: R30/R31 of a 32-register allotment (the wide scrub's reach there is
-    unmeasured); not written: UR0..UR3 and UR62, which no code ptxas
+    Not all written: R30/R31 of a 32-register allotment (the wide pass halved what a probe found
+    there, see WASH_SRC); not written: UR0..UR3 and UR62, which no code ptxas
     emits writes or reads; a kernel can read a register it never wrote through wgmma with a run-time
     scale-d, as every sm90raw point does on its first k-step, yet on the H100 none of 9.7
     million marker words read that way survived a scrub (eval/register_probe.py). Not covered:
