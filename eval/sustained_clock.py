@@ -10,8 +10,10 @@ the work left behind (median over SMs, MHz).
 
     cudal2 library build && python eval/sustained_clock.py --out results/sustained_clock_h100_DATE.json
 
-Does not: change clocks, assert anything, or pair rounds (it reports medians of `--rounds`);
-written 2026-11-24 and not yet run on a GPU.
+Does not: change clocks, assert anything, or pair rounds (it reports medians of `--rounds`).
+First run (H100, 2026-11-24, results/sustained_clock_h100_2026-11-24.json): both sides fall from
+1.69-1.88 GHz to 1.40-1.52 under sustained load, ours no more than nvjet's; the harness's lead came
+from its inputs instead (eval/cold_start_probe.py --inputs).
 """
 from __future__ import annotations
 
