@@ -153,6 +153,31 @@ def test_bench_results_go_into_the_manifest(tmp_path):
     assert Library(tmp_path).served == []
 
 
+def _bench(folder, name: str, *speedups: float) -> None:
+    for x in speedups:
+        manifest.record_bench(folder, {name: {"kind": "product", "speedup": {"eager": x, "graph": x}}})
+
+
+def test_a_loss_in_a_recent_bench_vetoes_a_win(tmp_path):
+    put(tmp_path, losing(tmp_path, "noisy", 1.3, 1.3))
+    _bench(tmp_path, "noisy", 0.997, 1.035)
+    assert Library(tmp_path, serve_margin=0.02).served == []
+
+
+def test_a_loss_older_than_the_history_no_longer_counts(tmp_path):
+    put(tmp_path, losing(tmp_path, "recovered", 1.3, 1.3))
+    _bench(tmp_path, "recovered", 0.997, *[1.035] * (manifest.HISTORY + 1))
+    assert len(manifest.read(tmp_path)[0].measured["bench_history"]) == manifest.HISTORY
+    assert len(Library(tmp_path, serve_margin=0.02).served) == 1
+
+
+def test_a_failed_recent_bench_vetoes_a_win(tmp_path):
+    put(tmp_path, losing(tmp_path, "failed_once", 1.3, 1.3))
+    manifest.record_bench(tmp_path, {"failed_once": {"kind": "product", "speedup": {}}})
+    _bench(tmp_path, "failed_once", 1.05)
+    assert Library(tmp_path, serve_margin=0.02).served == []
+
+
 def test_the_shipped_library_serves_only_measured_wins():
     from pathlib import Path
     lib = Library(Path(__file__).resolve().parent.parent / "kernels_out" / "sm90")
