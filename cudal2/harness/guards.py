@@ -531,7 +531,8 @@ class Scrubber:
         self.shared = cp.RawKernel(_SRC, "cudal2_scrub_shared", options=_OPTIONS)
         self.shared.max_dynamic_shared_size_bytes = self.smem
         self.shared.preferred_shared_memory_carveout = 100
-        self.local, self.regs, self.wide = _fn("cudal2_scrub_local"), _fn("cudal2_scrub_regs"), _fn("cudal2_scrub_regs_wide")
+        self.local, self.regs = _fn("cudal2_scrub_local"), _fn("cudal2_scrub_regs")
+        self.wide = _fn("cudal2_scrub_regs_wide")
         self.uniform = _fn("cudal2_scrub_uniform")
 
     def __call__(self) -> None:

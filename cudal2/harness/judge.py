@@ -21,20 +21,20 @@ Guarantees, in order (the first failure stops the run and is recorded with its s
   output compared. No reference copy of anything exists in device memory while candidate code
   runs: inputs, background and the spot checks' operands are regenerated from seeds on the host.
 - exact: {-1, 0, 1} inputs, output equal to the exact result.
-- gaussian: a Gaussian, a positive-mean and a cancelling trial (see `buffers.fill`; B is drawn
-  as in timing), error against a float64 reference within `error_ratio` x cuBLAS's error
+- gaussian: a Gaussian (both operands, as every timed call), a positive-mean and a cancelling
+  trial (see `buffers.fill`), error against a float64 reference within `error_ratio` x cuBLAS's error
   (relative Frobenius) and `max_error_ratio` x (largest element).
 - repeat: consecutive calls through the same pointers, new contents each time, each checked.
 - determinism: identical inputs, outputs equal bit for bit.
 - timing: offline and server beside the baselines, on distinct input sets in one arena (the
   baselines' own buffers in another). Before every replay (offline) or call (server) of every
   runner, untimed, `guards` regenerate the smaller operand densely (no timed call sees inputs an
-  earlier call saw; Gaussian, or in one replay of three the cancelling case), randomize
+  earlier call saw; both operands Gaussian, as in the verification's normal trial), randomize
   workspaces and C, scrub the chip before the candidate's (and rewrite the harness's cuBLAS and
   cuBLASLt workspaces and the server hold's pinned block with random bytes), and flush the L2
   (which ends with a register scrub, so the flush's kernels leave no addresses in the registers
-  it writes, R0..R29; a snapshot node rewrites its own as it ends; R30/R31 and the uniform
-  registers are not covered). After each of the candidate's
+  it writes, R0..R29 at 32 a thread after R0..R61 at 64; a snapshot node rewrites its own as it
+  ends; R30/R31 of a 32 allotment are not all covered, UR0..UR3 and UR62 not). After each of the candidate's
   replays and calls, once it has drained: a spot check of every call's output at
   positions drawn from a key new to that check, against operands recomputed from the generator
   (the log read at once), then both operands compared with the generator and the arena's
