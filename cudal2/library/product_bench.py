@@ -14,7 +14,8 @@ Guarantees:
   t_vendor / t_library, the median of the ratios is reported): eager (back-to-back calls, host
   overhead included; 50 a round, fewer only where they would take over ROUND_MS: `calls_for`),
   graph (the same calls captured in one CUDA graph and replayed), flushed (one call after an L2
-  flush and an idle GPU: the latency of a lone request);
+  flush and an idle GPU: the latency of a lone request, the host's launch path included, which
+  after an idle spell is most of the difference at 1-2 ms shapes: eval/cold_start_probe.py);
 - all timing is by CUDA events on the caller's current stream (torch's, or cupy's for cupy rows;
   cupy's cuBLAS cannot be captured, so a cupy row's graph mode is None with the reason); the
   first library call of the process is timed too (`first_call_ms`: loading every served binary
