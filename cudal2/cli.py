@@ -326,8 +326,9 @@ def library_bench(root: Optional[Path] = LibOpt, arch: Optional[str] = ArchOpt, 
         rows = [r for r in lines if "band" in r]
         from cudal2.report import product_table
         summary = next((r for r in lines if r.get("summary")), {})
+        listed = [(q.M, q.N, q.K) for q in load_shapes(shapes)] if shapes is not None else []
         for api in ("torch", "cupy") if cupy else ("torch",):
-            out.print(product_table(rows, pb.geomeans(rows, api), summary, api))
+            out.print(product_table(rows, pb.geomeans(rows, api, listed), summary, api))
         n = pb.record(lib.folder, rows) if update and not served else 0
     if update:
         from cudal2.library import Library, manifest

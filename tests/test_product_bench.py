@@ -46,6 +46,14 @@ def test_geomeans_keep_the_apis_apart_and_skip_a_mode_not_measured():
     assert cupy_g["eager"] == 0.5 and "graph" not in cupy_g
 
 
+def test_geomeans_of_a_shapes_list_count_each_listed_shape_once():
+    row = lambda M, x: {"M": M, "N": 64, "K": 64, "band": "below 2^30", "eager": x, "graph": x, "flushed": x}  # noqa: E731
+    rows = [row(1, 4.0), row(2, 1.0), row(2, 9.0), row(3, 0.25)]   # shape 2 twice (an entry and a listed shape)
+    g = pb.geomeans(rows, shapes=[(2, 64, 64), (3, 64, 64), (5, 64, 64)])[pb.SHAPES_GROUP]
+    assert g["shapes"] == 2 and abs(g["eager"] - 0.5) < 1e-12
+    assert pb.SHAPES_GROUP not in pb.geomeans(rows)
+
+
 def test_record_ignores_cupy_rows(tmp_path):
     folder = tmp_path / "sm90"
     shutil.copytree(LIB, folder)

@@ -337,17 +337,32 @@ def run(folder: Path, out: Path, rounds: int = 15, calls: int = 50, limit: int =
     return rows
 
 
-def geomeans(rows: list[dict], api: str = "torch") -> dict[str, dict[str, float]]:
+SHAPES_GROUP = "of the --shapes list"
+
+
+def geomeans(rows: list[dict], api: str = "torch", shapes=()) -> dict[str, dict[str, float]]:
     """Geomean of the ratios per band and overall, per mode, with the number of shapes, over the
-    rows of one API (torch rows carry no `api`); a mode no row measured (None) is left out."""
+    rows of one API (torch rows carry no `api`); a mode no row measured (None) is left out. With
+    `shapes` ((M, N, K) triples: the list a user asked about), also over those shapes alone, each
+    once (the bands mix them with every entry's shape)."""
+    def geo(sel: list[dict]) -> dict[str, float]:
+        g = {m: math.exp(sum(math.log(r[m]) for r in sel) / len(sel))
+             for m in ("eager", "graph", "flushed") if all(r.get(m) is not None for r in sel)}
+        return {**g, "shapes": len(sel)}
+
     out: dict[str, dict[str, float]] = {}
     mine = [r for r in rows if r.get("api", "torch") == api]
     for name in [b[2] for b in BANDS] + ["all"]:
         sel = [r for r in mine if name == "all" or r["band"] == name]
         if sel:
-            out[name] = {m: math.exp(sum(math.log(r[m]) for r in sel) / len(sel))
-                         for m in ("eager", "graph", "flushed") if all(r.get(m) is not None for r in sel)}
-            out[name]["shapes"] = len(sel)
+            out[name] = geo(sel)
+    want = {tuple(x) for x in shapes}
+    listed: dict[tuple, dict] = {}
+    for r in mine if want else []:
+        if (r["M"], r["N"], r["K"]) in want:
+            listed.setdefault((r["M"], r["N"], r["K"]), r)
+    if listed:
+        out[SHAPES_GROUP] = geo(list(listed.values()))
     return out
 
 
