@@ -21,7 +21,8 @@ def test_an_honest_kernels_reads_pass():
     assert _check("NOP") == []
 
 
-@pytest.mark.parametrize("insn", ["CCTL.E.PML2 [R2]", "CCTL.E.DML2 [R2]", "CCTL.IVALL", "CCTL.PF [R2]"])
+@pytest.mark.parametrize("insn", ["CCTL.E.PML2 [R2]", "CCTL.E.DML2 [R2]", "CCTL.IVALL", "CCTL.PF [R2]",
+                                  "LDL.LU R4, [R1+0x8]", "LDG.E.EF R6, desc[UR4][R6.64]", "LDS.U.128 R4, [R2]"])
 def test_cache_controls_other_than_discard_pass(insn):
     # prefetch, evict_normal priority, L1 invalidation: they change where data sits, never drop it
     assert _check(insn) == []
@@ -55,6 +56,9 @@ def test_words_ptxas_reads_for_special_registers_pass(insn):
     ("@!P0 PMTRIG 0x1", "performance monitors"),             # pmevent bumps it
     ("CCTL.E.RML2 [R2]", "without writing them back"),       # discard.global.L2
     ("@P0 CCTL.E.RML2 [R2.64+0x80]", "without writing them back"),
+    ("LDG.E.LU R0, desc[UR4][R2.64]", "last-use"),          # ld.global.lu
+    ("@!P1 LD.E.LU R5, desc[UR4][R4.64]", "last-use"),      # ld.lu, generic
+    ("LDG.E.LU.128 R8, desc[UR4][R2.64]", "last-use"),
 ])
 def test_constant_reads_outside_the_parameters_and_allowed_words_are_refused(insn, says):
     found = _check(insn)
@@ -72,7 +76,8 @@ def test_an_instruction_outside_every_kernel_is_refused():
                                   "zz_tma_coord_param_address.cu", "zz_shared_window_gridid.cu",
                                   "zz_local_window_gridid.cu", "zz_qspc_local_search_gridid.cu",
                                   "zz_ring_tail_counter.cu", "zz_pm_counter.cu", "zz_tmap_cache_counter.cu",
-                                  "zz26_stale_flush_pointer_discard.cu", "zz29_discard_generic_l2.cu"])
+                                  "zz26_stale_flush_pointer_discard.cu", "zz29_discard_generic_l2.cu",
+                                  "zz29_stale_pointer_ld_lu.cu"])
 def test_the_machine_code_rule_stands_without_the_ptx_rules(tmp_path, monkeypatch, name):
     # Nine PTX-rule bypasses were found by spelling; with that layer off, the cubin is still refused
     # (the last six by following the parameter bank's address, `paramflow`).

@@ -20,7 +20,8 @@ Guarantees:
   reads, from %pm0..%pm7, and `PMTRIG`, from pmevent): per-SM counters that no launch resets and
   no scrub reaches; and dropping L2 lines without writing them back (`CCTL.E.RML2`, from
   `discard.global.L2`), by which a call skips the write-back of the dirty lines every runner's
-  call inherits from the L2 flush;
+  call inherits from the L2 flush, and loads of global memory with the last-use hint
+  (`LDG.E.LU`/`LD.E.LU`, from `ld.global.lu`/`ld.lu`), whose effect on a dirty line is undocumented;
 - it fails closed: without nvdisasm, with a listing that disagrees with the cubin's bytes, or
   with instructions it cannot place in a kernel, the cubin is refused with the reason.
 
@@ -87,6 +88,12 @@ _PM_TRIGGER = "PMTRIG"
 # skips a write-back every other runner's call pays; pointed at its own output it only loses data.
 # No honest cubin of the survey emits it (3 of 1039 did: the flush itself and two attacks).
 _DISCARD = re.compile(r"\bCCTL\S*\.RML2\b")
+# `ld.global.lu` and generic `ld.lu` keep an encoding of their own (LDG.E.LU, LD.E.LU; `.cs` becomes
+# LDG.E.EF). PTX says .lu on global addresses acts as .cs, and that it exists to avoid "needless
+# write-backs of lines that will not be used again": what it does to a dirty L2 line is not
+# documented, and a call that could drop the flush's dirty lines unwritten skips a cost every runner
+# pays (bad/zz29_stale_pointer_ld_lu). Spill restores use LDL.LU, local memory, which stays allowed.
+_LAST_USE = re.compile(r"\bLDG?(?:\.\w+)*\.LU\b")
 _ALLOWED = frozenset(b for off, (n, _) in DRIVER_WORDS.items() for b in range(off, off + n))
 
 _CONST = re.compile(r"\bc\[(0x[0-9a-f]+)\]\[([^\]]*)\]")
@@ -142,6 +149,10 @@ def check(listings: dict[str, Listing], params: dict[str, int]) -> list[str]:
                 bad.setdefault("discard", f"`{i.text}` in {kernel} drops L2 lines without writing them back "
                                           "(discard.global.L2): not allowed (it can skip write-backs the "
                                           "harness's flush leaves for every runner)")
+            if _LAST_USE.search(i.text):
+                bad.setdefault("last_use", f"`{i.text}` in {kernel} loads global memory with the last-use hint "
+                                           "(ld.global.lu / ld.lu): what it does to a dirty L2 line is not "
+                                           "documented; not allowed (use .cs or an evict_first policy)")
             if i.base == _SPACE_TEST:
                 bad.setdefault("space", f"`{i.text}` in {kernel} tests which memory space an address is in "
                                         "(isspacep): a search for a window's base; not allowed (a kernel knows "
