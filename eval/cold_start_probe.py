@@ -11,6 +11,9 @@ variants:
 - queued: the calls are queued behind a 2 ms spin kernel of one thread, so the host's launch path is
   off the clock and the GPU has been busy (one SM) when the first call starts.
 Reports per call index the median over `--rounds` rounds (sides alternate which goes first).
+With `--inputs`, W is drawn another way (A stays Gaussian): the run that found the judge's timed
+inputs flattering (2026-11-24: 'signed' W, ours 1.060 of F.linear at 8192^3, randn 1.016) used
+`--variants queued --inputs X` for each X (results/cold_start_inputs_h100_2026-11-24.json).
 
     cudal2 library build && python eval/cold_start_probe.py --out results/cold_start_h100_DATE.json
 
