@@ -69,8 +69,8 @@ class Entry:
     def wins(self, margin: float) -> bool:
         """Faster than the vendor by at least `margin` in every measured mode (and measured at all),
         and slower in no mode of the benches before the latest that the entry keeps (`HISTORY`):
-        at the 8192-class shapes one H100 machine read an entry 1.035 / 1.033 / 1.059 and another,
-        the same day, 1.008 / 0.997 / 1.003, so one run's win over the margin can be noise."""
+        two runs on the H100 about ten minutes apart read an 8192-class entry 1.008 / 0.997 / 1.003
+        and 1.035 / 1.033 / 1.059, so one run's win over the margin can be noise."""
         s = self.speedups()
         if not s or min(s.values()) < 1.0 + margin:
             return False
