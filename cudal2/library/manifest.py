@@ -69,8 +69,9 @@ class Entry:
     def wins(self, margin: float) -> bool:
         """Faster than the vendor by at least `margin` in every measured mode (and measured at all),
         and slower in no mode of the benches before the latest that the entry keeps (`HISTORY`):
-        two runs on the H100 about ten minutes apart read an 8192-class entry 1.008 / 0.997 / 1.003
-        and 1.035 / 1.033 / 1.059, so one run's win over the margin can be noise."""
+        two runs on the H100 about ten minutes apart read 8192^3's entry 1.036 / 1.010 / 1.046 and
+        1.035 / 1.033 / 1.059: a run's ratios move by about 2%, as much as the margin, so one run's
+        win can be noise and a loss in the runs just before is a reason not to serve."""
         s = self.speedups()
         if not s or min(s.values()) < 1.0 + margin:
             return False
