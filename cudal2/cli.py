@@ -297,10 +297,10 @@ def library_bench(root: Optional[Path] = LibOpt, arch: Optional[str] = ArchOpt, 
     single flushed call, paired rounds, geomeans per size band (`--kernel`: the harness's view)."""
     lib = open_library(root, arch)
     cfg = load_config(config)
+    listed: list[tuple[int, int, int]] = []   # the --shapes list, for its own geomean row
     if shapes is not None:
-        from cudal2.problem import ProblemError, load_shapes
-        try:
-            load_shapes(shapes)   # a bad file is one line here, not a traceback in the bench's process
+        try:   # a bad file is one line here, not a traceback in the bench's process
+            listed = [(q.M, q.N, q.K) for q in load_shapes(shapes)]
         except ProblemError as e:
             fail(str(e))
     if resume and (json_out is None or kernel):
@@ -326,7 +326,6 @@ def library_bench(root: Optional[Path] = LibOpt, arch: Optional[str] = ArchOpt, 
         rows = [r for r in lines if "band" in r]
         from cudal2.report import product_table
         summary = next((r for r in lines if r.get("summary")), {})
-        listed = [(q.M, q.N, q.K) for q in load_shapes(shapes)] if shapes is not None else []
         for api in ("torch", "cupy") if cupy else ("torch",):
             out.print(product_table(rows, pb.geomeans(rows, api, listed), summary, api))
         n = pb.record(lib.folder, rows) if update and not served else 0

@@ -23,8 +23,9 @@ def test_an_honest_kernels_reads_pass():
 
 @pytest.mark.parametrize("insn", ["CCTL.E.PML2 [R2]", "CCTL.E.DML2 [R2]", "CCTL.IVALL", "CCTL.PF [R2]",
                                   "LDL.LU R4, [R1+0x8]", "LDG.E.EF R6, desc[UR4][R6.64]", "LDS.U.128 R4, [R2]"])
-def test_cache_controls_other_than_discard_pass(insn):
-    # prefetch, evict_normal priority, L1 invalidation: they change where data sits, never drop it
+def test_cache_controls_other_than_discard_and_global_last_use_pass(insn):
+    # prefetch, evict_normal priority, L1 invalidation, evict-first loads, local last-use (spill
+    # restores): they change where data sits, never drop it
     assert _check(insn) == []
 
 
