@@ -60,6 +60,9 @@ def test_words_ptxas_reads_for_special_registers_pass(insn):
     ("LDG.E.LU R0, desc[UR4][R2.64]", "last-use"),          # ld.global.lu
     ("@!P1 LD.E.LU R5, desc[UR4][R4.64]", "last-use"),      # ld.lu, generic
     ("LDG.E.LU.128 R8, desc[UR4][R2.64]", "last-use"),
+    ("LD.E.LU.128 R4, desc[UR8][R4.64]", "last-use"),        # ld.lu.v4, generic (bad/zz31_ld_lu_generic_vector)
+    ("@!P0 LDG.E.LU.LTC256B R3, desc[UR6][R4.64]", "last-use"),  # ld.global.lu.L2::256B
+    ("LDG.E.LU.U8 R0, desc[UR10][R4.64+0x80]", "last-use"),  # ld.global.lu.u8
 ])
 def test_constant_reads_outside_the_parameters_and_allowed_words_are_refused(insn, says):
     found = _check(insn)
@@ -78,7 +81,8 @@ def test_an_instruction_outside_every_kernel_is_refused():
                                   "zz_local_window_gridid.cu", "zz_qspc_local_search_gridid.cu",
                                   "zz_ring_tail_counter.cu", "zz_pm_counter.cu", "zz_tmap_cache_counter.cu",
                                   "zz26_stale_flush_pointer_discard.cu", "zz29_discard_generic_l2.cu",
-                                  "zz29_stale_pointer_ld_lu.cu"])
+                                  "zz29_stale_pointer_ld_lu.cu", "zz31_ldlu_intrinsic.cu",
+                                  "zz31_ld_lu_generic_vector.cu"])
 def test_the_machine_code_rule_stands_without_the_ptx_rules(tmp_path, monkeypatch, name):
     # Nine PTX-rule bypasses were found by spelling; with that layer off, the cubin is still refused
     # (the last six by following the parameter bank's address, `paramflow`).
