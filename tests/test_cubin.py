@@ -129,24 +129,24 @@ def test_a_load_through_a_parameters_generic_address_fails_the_build(tmp_path):
 
 def test_line_info_leaves_every_statement_checked():
     # -lineinfo writes `.loc` before instructions (with inlining: `, function_name ..., inlined_at ...`)
-    from cudal2.harness.cubin import param_address_violations
+    from cudal2.harness.cubin import statement_violations
     head = ".entry k(.param .u64 k_param_0)\n{\n"
     for loc in (".loc 1 5 1", ".loc\t1 7 3, function_name $L__info_string0, inlined_at 1 40 3"):
-        assert param_address_violations(head + loc + "\n\tld.param.u64 %rd1, [k_param_0];\n}") == []
-        assert param_address_violations(head + loc + "\n\tld.param.u64 %rd1, [k_param_0+-320];\n}")
+        assert statement_violations(head + loc + "\n\tld.param.u64 %rd1, [k_param_0];\n}") == []
+        assert statement_violations(head + loc + "\n\tld.param.u64 %rd1, [k_param_0+-320];\n}")
 
 
 def test_a_guard_written_with_spaces_hides_no_statement():
     # ptxas reads `@ q` and `@ !q` as guards: a pattern that wanted `@q` took the `@` for the opcode,
     # and the cvta.param behind it went unseen (fifteenth review)
-    from cudal2.harness.cubin import param_address_violations
+    from cudal2.harness.cubin import statement_violations
     head = ".entry k(.param .u64 k_param_0)\n{\n.reg .pred q;\n.reg .b64 %rd<3>;\n"
     for guard in ("@ q", "@ !q", "@! q"):
-        assert param_address_violations(head + f"\t{guard} cvta.param.u64 %rd1, %rd2;\n}}"), guard
+        assert statement_violations(head + f"\t{guard} cvta.param.u64 %rd1, %rd2;\n}}"), guard
 
 
 def test_parameter_rules_pass_reads_inside_a_parameter_and_tma_descriptors():
-    from cudal2.harness.cubin import param_address_violations
+    from cudal2.harness.cubin import statement_violations
     ptx = """
 .entry k(.param .align 128 .b8 k_param_0[128], .param .u64 .ptr .global .align 1 k_param_1, .param .u32 k_param_2)
 {
@@ -158,7 +158,7 @@ def test_parameter_rules_pass_reads_inside_a_parameter_and_tma_descriptors():
 	prefetch.tensormap [%rd3];
 	cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%r4], [%rd3, {%r5, %r6}], [%r7];
 }"""
-    assert param_address_violations(ptx) == []
+    assert statement_violations(ptx) == []
     for bad in ("ld.param.v4.u32 {%r2, %r3, %r8, %r9}, [k_param_0+120];", "ld.param.u32 %r9, [k_param_2+-208];",
                 "ld.u64 %rd9, [%rd3];", "add.s64 %rd9, %rd1, 8;", "mov.u32 %r9, %envreg3;",
                 "mov.u64 %rd8, 208; cvta.param.u64 %rd9, %rd8;",          # a number made a param address
@@ -182,7 +182,7 @@ def test_parameter_rules_pass_reads_inside_a_parameter_and_tma_descriptors():
                 ".loc 1 5 1\n\tld.u64 %rd9, [%rd3];",                          # after a line directive
                 ".loc 1 5 1 ld.u64 %rd9, [%rd3];",
                 '#line 5 "x"\n\tld.u64 %rd9, [%rd3];'):
-        assert param_address_violations(ptx.replace("prefetch.tensormap [%rd3];", bad)), bad
+        assert statement_violations(ptx.replace("prefetch.tensormap [%rd3];", bad)), bad
 
 
 @pytest.mark.parametrize("name", ["x_constant_past_end.cu", "y_param_name_from_comment.cu", "y_pragma_string_comment.cu",

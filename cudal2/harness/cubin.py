@@ -11,8 +11,9 @@ Guarantees:
   symbols (device malloc/free, printf, device-side launches: code the harness did not see), and
   spec kernels that are not entry points;
 - `ptx_violations(ptx)` lists what the PTX may not do, before ptxas runs: a generic address of
-  constant memory, and any reach into the parameter bank beyond the parameters (a second layer
-  behind the bank rule: the driver's words there are not the kernel's to read);
+  constant memory, any reach into the parameter bank beyond the parameters (a second layer
+  behind the bank rule: the driver's words there are not the kernel's to read), and a cache_hint
+  access whose policy word (the access's memory descriptor) createpolicy did not make;
 - `canonical_ptx(text)` removes what nvcc makes path-dependent (the module id in internal names),
   so the same source, flags and toolkit give the same cubin bytes in any folder.
 
@@ -122,7 +123,8 @@ def ptx_violations(ptx: str) -> list[str]:
     """What the canonical PTX may not do: take a generic address of `__constant__` data, by
     cvta.const or by an initializer (`= generic(sym)`, a pointer stored in module data), through
     which constant memory could be written and kept from one call to the next; or reach the
-    launch's parameter bank outside its parameters (`param_address_violations`)."""
+    launch's parameter bank outside its parameters, or a cache_hint policy word createpolicy did not
+    make (`statement_violations`)."""
     out = []
     if _CONST_TO_GENERIC.search(ptx):
         out.append("a generic pointer to __constant__ memory (cvta.const): constant data is read-only and may not "
@@ -130,7 +132,7 @@ def ptx_violations(ptx: str) -> list[str]:
     if _GENERIC_INIT.search(ptx):
         out.append("a generic address of module data in an initializer (generic(...)): a pointer stored in "
                    "__constant__ memory reaches module memory that keeps state between calls")
-    return out + param_address_violations(ptx)
+    return out + statement_violations(ptx)
 
 
 # The parameter bank (constant bank 0) holds, below the parameters, driver-filled words such as
@@ -164,11 +166,12 @@ _LOC = re.compile(r"\.loc\s+\d+\s+\d+\s+\d+(?:\s*,\s*function_name\s+[\w$.]+\s*,
 _STRING_OR_COMMENT = re.compile(r'"[^"]*"|/\*.*?\*/|//[^\n]*', flags=re.S)   # (a string may span lines)
 
 
-def param_address_violations(ptx: str) -> list[str]:
-    """Uses of a parameter's address other than `ld.param` inside that parameter, `cvta.param` of it,
-    a TMA instruction naming it, or a plain copy of it; any other access to the parameter space
-    (`ld`/`st` of `.param` through anything but a parameter's address, `cvta.to.param`); and
-    %envreg (driver words). One line each, at most five."""
+def statement_violations(ptx: str) -> list[str]:
+    """The rules that read each function's statements: uses of a parameter's address other than
+    `ld.param` inside that parameter, `cvta.param` of it, a TMA instruction naming it, or a plain
+    copy of it; any other access to the parameter space (`ld`/`st` of `.param` through anything but
+    a parameter's address, `cvta.to.param`); %envreg (driver words); and cache_hint policy words
+    (`_policy_uses`). One line each, at most five."""
     # Strings and comments out in one left-to-right pass, as ptxas reads them: a `//` inside a
     # block comment must not eat its end, a `/*` inside a string (`.pragma "/*";`) opens none, and
     # a string ends at its next quote, newlines included (ptxas knows no escapes: `"x\"` is the
@@ -210,7 +213,8 @@ def param_address_violations(ptx: str) -> list[str]:
     if problem:
         out.append(problem)
     for fn in bodies:
-        out += _param_uses(fn, sizes, entry)
+        stmts = _statements(fn)
+        out += _param_uses(stmts, sizes, entry) + _policy_uses(stmts)
     return out[:5]
 
 
@@ -261,15 +265,76 @@ def _statements(body: str) -> list[tuple[str, list[str], str]]:
     return out
 
 
+def _definitions(stmts) -> dict[str, list[tuple[str, list[str]]]]:
+    """name -> the statements that write it: the first operand unless it is an address, all of a
+    vector's `{a, b, ...}` destination (an earlier version read only its first name, so a vector
+    load's other names kept the class of their other definitions), and both sides of `a|p`."""
+    defs: dict[str, list[tuple[str, list[str]]]] = {}
+    for op, args, _ in stmts:
+        if not args or args[0].startswith("["):
+            continue
+        dest = args[:1]
+        if args[0].startswith("{"):
+            end = next((i for i, a in enumerate(args) if a.endswith("}")), len(args) - 1)
+            dest = args[:end + 1]
+        for name in _NAME.findall(" ".join(dest)):
+            defs.setdefault(name, []).append((op, args))
+    return defs
+
+
+# A cache_hint access hands its last operand to the hardware as the access's memory descriptor
+# (ptxas moves it into desc[URx] unchanged), so the word must be one that createpolicy makes:
+# `createpolicy.cvt` passes any 64-bit value through, and a plain register holds anything
+# (review 30's bad/zz31_handmade_descriptor_cvt faulted with an illegal instruction on the H100).
+# CuTe names three fixed words (CacheHintSm90: evict normal, first and last), which honest
+# CUTLASS-style code moves in as immediates; those are allowed too.
+_POLICY_MAKERS = ("createpolicy.fractional", "createpolicy.range")
+_NAMED_POLICIES = frozenset({0x1000000000000000, 0x12F0000000000000, 0x14F0000000000000})
+_INT_IMMEDIATE = re.compile(r"(0[xX][0-9a-fA-F]+|\d+)U?")
+
+
+def _policies(stmts) -> set[str]:
+    """Names every definition of which is a createpolicy (not .cvt), a named CuTe word, or a copy
+    of such a name (flow-insensitive, to a fixpoint, as `_classes`)."""
+    defs = _definitions(stmts)
+
+    def made(op: str, args: list[str], known: set[str]) -> bool:
+        if op.startswith(_POLICY_MAKERS):
+            return True
+        if not op.startswith("mov.") or len(args) != 2:
+            return False
+        if m := _INT_IMMEDIATE.fullmatch(args[1]):
+            return int(m.group(1), 0) in _NAMED_POLICIES
+        return args[1] in known
+
+    known: set[str] = set()
+    while True:
+        new = {n for n, ds in defs.items() if all(made(op, args, known) for op, args in ds)}
+        if new == known:
+            return known
+        known = new
+
+
+def _policy_uses(stmts) -> list[str]:
+    """Every `.L2::cache_hint` access whose policy operand is not a `_policies` name, and any
+    `createpolicy.cvt`."""
+    out: list[str] = []
+    known = _policies(stmts)
+    for op, args, st in stmts:
+        if op.startswith("createpolicy.cvt"):
+            out.append(f"`{st[:80]}` makes a cache policy from a plain value (createpolicy.cvt passes any word "
+                       "through as a memory descriptor)")
+        elif "cache_hint" in op and (not args or args[-1] not in known):
+            out.append(f"`{st[:80]}` gives a cache_hint access a policy word that createpolicy did not make: the word "
+                       "is the access's memory descriptor")
+    return out
+
+
 def _classes(stmts, sizes: dict[str, int]) -> dict[str, str]:
     """name -> "P:<param>" when every definition of it is a copy of that parameter's address,
     "G" when every definition is a cvta.param of such a name (or a copy of one); names defined any
     other way get no class (flow-insensitive: one other definition anywhere is enough)."""
-    defs: dict[str, list[tuple[str, list[str]]]] = {}
-    for op, args, _ in stmts:
-        if args and not args[0].startswith("["):   # the first operand is written, unless it is an address
-            for name in _NAME.findall(args[0]):
-                defs.setdefault(name, []).append((op, args))
+    defs = _definitions(stmts)
     cls: dict[str, str] = {}
     for _ in range(len(defs) + 1):   # to a fixpoint: a copy's class follows its source's
         new: dict[str, str] = {}
@@ -293,8 +358,7 @@ def _classes(stmts, sizes: dict[str, int]) -> dict[str, str]:
     return cls
 
 
-def _param_uses(body: str, sizes: dict[str, int], entry: set[str]) -> list[str]:
-    stmts = _statements(body)
+def _param_uses(stmts, sizes: dict[str, int], entry: set[str]) -> list[str]:
     cls = _classes(stmts, sizes)
     out: list[str] = []
     # A generic address of a parameter must stay one: a name cvta.param writes and anything else

@@ -1,0 +1,74 @@
+"""A cache_hint access's policy word is its memory descriptor: only createpolicy (not .cvt) or
+CuTe's three named words may make it (`cubin._policy_uses`)."""
+
+import shutil
+
+import pytest
+
+from cudal2.config import BuildConfig
+from cudal2.harness.build import build
+from cudal2.harness.cubin import statement_violations
+
+from .conftest import KERNELS
+
+HEAD = ".entry k(.param .u64 k_param_0)\n{\n.reg .b64 %rd<9>;\n.reg .b32 %r<9>;\n.reg .pred %p<3>;\n"
+LOAD = "ld.global.L2::cache_hint.b32 %r1, [%rd1], %rd5;\n"
+
+
+def rule(body: str) -> list[str]:
+    return statement_violations(HEAD + body + "}")
+
+
+@pytest.mark.parametrize("make", [
+    "createpolicy.fractional.L2::evict_last.b64 %rd5, 1.0;",
+    "createpolicy.fractional.L2::evict_first.L2::evict_unchanged.b64 %rd5, 0.5;",
+    "createpolicy.range.L2::evict_last.L2::evict_unchanged.b64 %rd5, [%rd2], 4096, 8192;",
+    "createpolicy.fractional.L2::evict_last.b64 %rd4, 1.0;\nmov.b64 %rd5, %rd4;",      # a copy
+    "mov.u64 %rd5, 1508705875169116160;",                                            # CuTe's EVICT_LAST
+    "mov.b64 %rd5, 0x12F0000000000000;",                                             # CuTe's EVICT_FIRST
+])
+def test_policy_words_createpolicy_or_cute_makes_pass(make):
+    assert rule(make + "\n" + LOAD) == []
+
+
+@pytest.mark.parametrize("make", [
+    "createpolicy.cvt.L2.b64 %rd5, %rd3;",                                           # any word through
+    "mov.u64 %rd5, 0x1EF0000000000000;",                                             # an unnamed word
+    "ld.global.u64 %rd5, [%rd2];",                                                   # from memory
+    "createpolicy.fractional.L2::evict_last.b64 %rd5, 1.0;\n@%p1 add.s64 %rd5, %rd5, 1;",   # then changed
+    "createpolicy.fractional.L2::evict_last.b64 %rd5, 1.0;\nld.shared.v2.u64 {%rd4, %rd5}, [%r2];",  # a vector's 2nd name
+    "mov.b64 %rd5, {%r3, %r4};",                                                     # packed from halves
+    "ld.param.u64 %rd5, [k_param_0];",                                               # a launch parameter
+])
+def test_any_other_policy_word_is_refused(make):
+    assert rule(make + "\n" + LOAD), make
+
+
+@pytest.mark.parametrize("access", [
+    "cp.async.bulk.prefetch.L2.global.L2::cache_hint [%rd1], 4096, %rd6;",
+    "st.global.L2::cache_hint.b32 [%rd1], %r1, %rd6;",
+    "cp.async.cg.shared.global.L2::cache_hint [%r2], [%rd1], 16, %rd6;",
+    "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%r2], [%rd1, {%r3, %r4}], [%r5], %rd6;",
+])
+def test_every_cache_hint_access_is_checked(access):
+    good = "createpolicy.fractional.L2::evict_last.b64 %rd6, 1.0;\n"
+    assert rule(good + access + "\n") == []
+    assert rule("mov.u64 %rd6, 42;\n" + access + "\n"), access
+
+
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+
+
+@needs_nvcc
+@pytest.mark.parametrize("name", ["zz31_handmade_descriptor_cvt.cu", "zz32_plain_register_policy.cu",
+                                  "zz32_policy_redefined_by_vector_load.cu"])
+def test_hand_made_policy_words_fail_the_build(tmp_path, name):
+    r = build((KERNELS / "bad" / name).read_text(), BuildConfig(cache_dir=str(tmp_path)))
+    assert not r.ok and r.stage == "build" and "policy" in r.reason, r.reason
+
+
+@needs_nvcc
+@pytest.mark.parametrize("name", ["r_l2_evict_last.cu", "zz29_evict_first_spare_flush_dirty.cu"])
+def test_createpolicy_words_still_build(tmp_path, name):
+    # (these fail later, at their own stages: the rule must not be what stops them)
+    assert build((KERNELS / "bad" / name).read_text(), BuildConfig(cache_dir=str(tmp_path))).ok
