@@ -1,5 +1,6 @@
-"""GPU check of the skinny family (M <= 16: a split-K GEMV on mma.sync that streams B once): a handful
-of points, judged by the real harness (cudal2.harness.evaluate.Evaluator), first verification only at
+"""GPU check of the decode families (M <= 16), skinny (a split-K GEMV on mma.sync that streams B once
+through a register ring) or, with --family stream, stream (the same GEMV fed by bulk copies into a
+shared-memory ring, persistent CTAs cut into equal ranges): a handful of points, judged by the real harness (cudal2.harness.evaluate.Evaluator), first verification only at
 awkward shapes, then verified and timed at the decode shapes, beside a measured device-to-device copy
 of B-sized buffers as the bandwidth reference. Run on the GPU machine; nothing is asserted.
 
@@ -7,6 +8,7 @@ of B-sized buffers as the bandwidth reference. Run on the GPU machine; nothing i
   python eval/skinny_check.py --out r.json --verify-only   the verification phase alone (about a minute)
   python eval/skinny_check.py --out r.json --points l1_8x4_u4,prior_best --shapes 0,4
   ... --deadline 420    start no new shape after this many seconds (default 420: under ~8 min of GPU)
+  python eval/skinny_check.py --family stream --out r.json  the stream family's points instead
 
 Shapes: M in {1, 16} crossed with (N, K) in {(4096, 4096), (14336, 4096), (4096, 14336), (128256, 4096)}
 (Llama-3-8B's attention/out projection, MLP up/gate, MLP down, and the vocabulary head). Points go from
@@ -54,6 +56,7 @@ from cudal2.config import Config  # noqa: E402
 from cudal2.harness.evaluate import Candidate, Evaluator  # noqa: E402
 from cudal2.kernels.family import Limits  # noqa: E402
 from cudal2.kernels.skinny import Skinny  # noqa: E402
+from cudal2.kernels.stream import Stream  # noqa: E402
 from cudal2.problem import Problem  # noqa: E402
 from cudal2.search.score import score  # noqa: E402
 
@@ -81,6 +84,26 @@ POINTS = {
     "smem_16x8_s4": dict(WARP_N=16, WARPS=8, SPLIT_K=4, A_SMEM=1),
     "smem_32x8_u2": dict(WARP_N=32, WARPS=8, UNROLL=2, A_SMEM=1),
 }
+STREAM_BASE = dict(ROWS=8, KC=512, STAGES=6, WARPS=4, A_RES=1, SPLIT_ROWS=1, GRID=132)
+STREAM_POINTS = {
+    # the first version: 8 rows x 512 k per stage, 6 stages, A kept, ranges cut anywhere, 1 CTA/SM
+    "bulk_8_512_s6": {},
+    # wider row blocks (fewer A fragment loads per B byte, more bytes per stage)
+    "bulk_16_512_s6": dict(ROWS=16),
+    "bulk_32_256_s6": dict(ROWS=32, KC=256),
+    # longer and shorter copies
+    "bulk_8_1024_s4": dict(KC=1024, STAGES=4),
+    "bulk_8_256_s8": dict(KC=256, STAGES=8),
+    # 8 consumer warps; two CTAs per SM
+    "bulk_8_512_w8": dict(WARPS=8),
+    "bulk_8_512_g264": dict(STAGES=4, GRID=264),
+    # whole row blocks per CTA (no fix-up); A copied with each stage
+    "bulk_rows": dict(SPLIT_ROWS=0),
+    "bulk_a_stage": dict(ROWS=16, A_RES=0),
+}
+# family name -> (family, base point, named points, its GEMV kernel, its second kernel)
+FAMILIES = {"skinny": (Skinny(), BASE, POINTS, "skinny_gemv", "skinny_reduce"),
+            "stream": (Stream(), STREAM_BASE, STREAM_POINTS, "stream_gemv", "stream_fixup")}
 COPY_FOOTPRINT = 256 << 20     # bytes of buffers each copy size rotates over (> 2x the H100's 50 MiB L2)
 
 DEFINITIONS = {
@@ -147,9 +170,9 @@ def _median(r, mode: str, runner: str):
     return getattr(t, "median_us", None) if t is not None else None
 
 
-def row_of(name: str, params: dict, p: Problem, r, copy: dict | None) -> dict:
+def row_of(name: str, params: dict, p: Problem, r, copy: dict | None, kernels: tuple[str, str]) -> dict:
     res = {k.split("@")[0]: v for k, v in r.build.get("resources", {}).items()}
-    gemv = res.get("skinny_gemv", {})
+    gemv = res.get(kernels[0], {})
     cand = _median(r, "offline", "candidate")
     vendor = [t for t in (_median(r, "offline", x) for x in ("cublas_tn", "cublas_nn", "cublaslt")) if t]
     b_bytes = 2 * p.N * p.K
@@ -165,7 +188,7 @@ def row_of(name: str, params: dict, p: Problem, r, copy: dict | None) -> dict:
             "pct_copy_rw": 100 * b_gbps / copy["rw_gbps"] if b_gbps and copy else None,
             "pct_peak": 100 * b_gbps / (peak * 1e3) if b_gbps and peak else None,
             "registers": gemv.get("registers"), "spill_bytes": gemv.get("spill_stores"),
-            "reduce_registers": res.get("skinny_reduce", {}).get("registers"),
+            "reduce_registers": res.get(kernels[1], {}).get("registers"),
             "gpu": r.gpu.get("name") if isinstance(r.gpu, dict) else None,
             "sm_clock_mhz_after": r.gpu.get("sm_clock_mhz_after") if isinstance(r.gpu, dict) else None,
             "elapsed_s": round(r.elapsed_s, 1)}
@@ -193,15 +216,17 @@ def main() -> int:
     ap.add_argument("--shapes", default="", help="comma list of indices into SHAPES (default: all)")
     ap.add_argument("--verify-only", action="store_true", help="only the verification phase at ODD_SHAPES")
     ap.add_argument("--skip-odd", action="store_true", help="skip the verification phase at ODD_SHAPES")
+    ap.add_argument("--family", choices=sorted(FAMILIES), default="skinny")
     ap.add_argument("--deadline", type=float, default=420.0, help="start no new shape after this many seconds")
     args = ap.parse_args()
 
-    fam, lim = Skinny(), Limits()
+    fam, base, named, *kernels = FAMILIES[args.family]
+    lim = Limits()
     wanted = set(args.points.split(",")) if args.points else None
-    points = {k: {**BASE, **v} for k, v in POINTS.items() if wanted is None or k in wanted}
+    points = {k: {**base, **v} for k, v in named.items() if wanted is None or k in wanted}
     use_prior = wanted is None or "prior_best" in wanted
     shapes = [SHAPES[int(i)] for i in args.shapes.split(",")] if args.shapes else SHAPES
-    cfg = Config.load(build={"cache_dir": args.cache or tempfile.mkdtemp(prefix="skinny-")})
+    cfg = Config.load(build={"cache_dir": args.cache or tempfile.mkdtemp(prefix=f"{args.family}-")})
     t0 = time.monotonic()
 
     copies: dict[int, dict] = {}
@@ -239,10 +264,10 @@ def main() -> int:
                 else:
                     todo.append(("prior_best", best))
             t1 = time.monotonic()
-            cands = [Candidate.made_by(f"skinny-{n}", fam.render(x, p), "template", "skinny", x) for n, x in todo]
+            cands = [Candidate.made_by(f"{fam.name}-{n}", fam.render(x, p), "template", fam.name, x) for n, x in todo]
             results = ev.evaluate(cands, p, reuse=False, time_it=phase == "time")
             for (name, x), r in zip(todo, results):
-                w = row_of(name, x, p, r, copies.get(2 * p.N * p.K))
+                w = row_of(name, x, p, r, copies.get(2 * p.N * p.K), tuple(kernels))
                 w["phase"] = phase
                 rows.append(w)
                 print_row(w)

@@ -121,7 +121,7 @@ def register(f: Family) -> Family:
 
 
 def families() -> dict[str, Family]:
-    from cudal2.kernels import skinny, sm80, sm90, sm90raw, tiled  # noqa: F401  (registration on import)
+    from cudal2.kernels import skinny, sm80, sm90, sm90raw, stream, tiled  # noqa: F401  (registration on import)
     return dict(_registry)
 
 

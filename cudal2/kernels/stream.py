@@ -1,0 +1,129 @@
+"""The stream family: decode GEMV (M <= 16) that streams B (the weights) with bulk copies.
+
+Where the skinny family keeps B's bytes in flight in registers (16-byte loads from every lane),
+here one producer warp per CTA moves whole row segments of B into a ring of shared-memory stages
+with `cp.async.bulk` (the TMA unit's 1-D copy), the consumer warps multiply them on the tensor
+cores (mma.sync m16n8k16, A as the 16-row operand) and issue no global loads. CTAs are persistent
+(GRID of them) and stream a contiguous range of units (ROWS rows of B x KC k); with SPLIT_ROWS=1
+the ranges are cut anywhere (stream-K for a GEMV: every CTA moves the same bytes), and a second
+kernel, stream_fixup, sums in CTA order the partial tiles of row blocks cut between CTAs; with
+SPLIT_ROWS=0 a CTA owns whole row blocks. A_RES=1 copies A once and keeps it in shared memory;
+A_RES=0 copies A's k chunk with every stage (for A too large to keep).
+
+The family renders contract v2 (docs/kernel-contract.md): a device-only file, one shape per
+render, whose `/* cudal2-launch */` block launches `stream_gemv(A, B, C[, workspace])` and, when
+some row block is cut, `stream_fixup(workspace, C)`. No host code. sm_90a only (bulk copies).
+
+Covered: M in 1..16, any N, any K % 8 == 0.
+
+Guarantees: `invalid` rejects, with a reason, M > 16, points whose shared memory does not fit,
+A_RES with an A that does not fit, grids larger than the SMs can hold at once (a persistent grid
+is one wave) or than the units, and pure waste (stages more than a CTA's units, k chunks far
+longer than K, a second CTA per SM whose stages would not fit); every shape with M <= 16 and
+K % 8 == 0 keeps a valid point (ROWS=8, KC=256, STAGES=4, A_RES=0, GRID=the SM count).
+
+Does not: measure anything. The prior is an uncalibrated bandwidth model: bytes of B over a
+read bandwidth scaled by the bytes each SM keeps in flight, the busiest CTA's share (SPLIT_ROWS=0
+leaves up to one row block of imbalance), the fix-up's launch, and the pipeline's fill.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from cudal2.kernels.family import Family, Limits, Params, cdiv, register
+from cudal2.problem import Problem
+
+MAX_M = 16
+
+
+def _pad_row(nbytes: int) -> int:
+    """A stage row's stride: 64 (mod 128) bytes, so a quarter-warp's 16-byte reads of rows g and
+    g + 1 fall in 8 distinct bank groups (the template's pad_row)."""
+    return cdiv(nbytes, 128) * 128 + 64
+
+
+class Stream(Family):
+    name = "stream"
+    template = "stream.cu.j2"
+    build_archs = ("sm_90a",)
+    space = {
+        "ROWS": (8, 16, 32),          # rows of B per row block (1, 2 or 4 m16n8 n-tiles)
+        "KC": (256, 512, 1024),       # k per unit: one bulk copy of KC*2 bytes per row and stage
+        "STAGES": (4, 6, 8),          # stages in flight per CTA
+        "WARPS": (4, 8),              # consumer warps (plus one producer warp)
+        "A_RES": (0, 1),              # 1: A copied once and kept in shared memory
+        "SPLIT_ROWS": (1, 0),         # 1: ranges of units cut anywhere (+ fix-up kernel)
+        "GRID": (132, 264),           # persistent CTAs: one or two per H100 SM
+    }
+
+    def context(self, params: Params, p: Problem) -> dict[str, Any]:
+        ROWS, KC, STAGES, WARPS, A_RES, SPLIT_ROWS, GRID = (params[k] for k in self.space)
+        nt = ROWS // 8
+        nrb, nkc = cdiv(p.N, ROWS), cdiv(p.K, KC)
+        units = nrb * nkc
+        ctas = min(GRID, units if SPLIT_ROWS else nrb)
+        b_stride = _pad_row(KC * 2)
+        a_stride = _pad_row(p.K * 2) if A_RES else b_stride
+        a_bytes = p.M * a_stride if A_RES else 0
+        stage = ROWS * b_stride + (0 if A_RES else p.M * a_stride)
+        red = WARPS * nt * 32 * 16
+        smem = a_bytes + STAGES * stage + red + (2 * STAGES + 1) * 8
+
+        def first_unit(c: int) -> int:   # the template's first_unit
+            return c * units // ctas if SPLIT_ROWS else c * nrb // ctas * nkc
+        fixup = any(first_unit(c) % nkc for c in range(1, ctas))
+        return {
+            "NT": nt, "NRB": nrb, "NKC": nkc, "UNITS": units, "CTAS": ctas, 
+            "THREADS": 32 * (WARPS + 1), "STAGE_BYTES": stage, "A_BYTES": a_bytes, "SMEM_BYTES": smem,
+            "FIXUP": fixup, "WORKSPACE_BYTES": ctas * 2 * nt * 32 * 16 if fixup else 0,
+            "UNITS_PER_CTA_MAX": max(first_unit(c + 1) - first_unit(c) for c in range(ctas)),
+        }
+
+    def invalid(self, params: Params, p: Problem, lim: Limits) -> str | None:
+        if p.M > MAX_M:
+            return f"M={p.M}: the stream family covers M <= {MAX_M} (one m16n8k16 row tile)"
+        if p.K % 8:
+            return f"K={p.K}: bulk copies move 16-byte multiples (K % 8 == 0)"
+        ROWS, KC, STAGES, GRID = params["ROWS"], params["KC"], params["STAGES"], params["GRID"]
+        d = self.context(params, p)
+        per_sm = cdiv(GRID, lim.sm_count)
+        if GRID % lim.sm_count:
+            return f"GRID={GRID} is not a whole number of CTAs per SM on {lim.sm_count} SMs"
+        if per_sm * (d["SMEM_BYTES"] + 1024) > lim.smem_per_block + 1024:
+            what = "the whole of A kept, " if params["A_RES"] else ""
+            return (f"shared memory {d['SMEM_BYTES']} B ({what}{STAGES} stages of {d['STAGE_BYTES']} B) x {per_sm} "
+                    f"CTA(s) per SM exceeds the SM's {lim.smem_per_block} B")
+        if per_sm > 1 and d["CTAS"] <= lim.sm_count:
+            return f"GRID={GRID}: only {d['CTAS']} CTAs have work; a second CTA per SM adds nothing"
+        if STAGES > 4 and d["UNITS_PER_CTA_MAX"] < STAGES:
+            return (f"STAGES={STAGES} never fill: a CTA streams at most {d['UNITS_PER_CTA_MAX']} units "
+                    "(a smaller ring does the same)")
+        if KC > 256 and KC >= 2 * p.K:
+            return f"KC={KC} is more than twice K={p.K}: the stage is mostly empty"
+        if ROWS > 8 and cdiv(p.N, 8) < ROWS // 8 * 2:
+            return f"ROWS={ROWS} rows per block for N={p.N}: most CTAs would idle"
+        return None
+
+    # ---- prior: a bandwidth model (uncalibrated; H100 SXM guesses) -------------------------------
+    HBM_BPS = 3.0e12          # read-stream bandwidth an H100 SXM reaches (of 3.35 TB/s peak)
+    LATENCY_S = 1.2e-6        # DRAM latency under load
+    LAUNCH_S = 2.0e-6
+    FILL_S = 1.5e-6           # first stage landing + the last row block's sums
+
+    def prior(self, params: Params, p: Problem, lim: Limits) -> float:
+        d = self.context(params, p)
+        b_bytes = 2 * p.N * p.K
+        inflight = cdiv(params["GRID"], lim.sm_count) * params["STAGES"] * d["STAGE_BYTES"]
+        need = self.HBM_BPS / lim.sm_count * self.LATENCY_S
+        bw = self.HBM_BPS * (1.0 - math.exp(-inflight / need))
+        # the busiest CTA's bytes against the average: SPLIT_ROWS=0 deals out whole row blocks
+        balance = d["UNITS_PER_CTA_MAX"] * d["CTAS"] / d["UNITS"]
+        t = b_bytes / bw * balance + self.FILL_S + self.LAUNCH_S * (2 if d["FIXUP"] else 1)
+        if not params["A_RES"]:
+            t += d["UNITS"] * p.M * params["KC"] * 2 / 7.0e12      # A's chunks from L2 with every stage
+        return p.flops / t / 1e12
+
+
+register(Stream())
