@@ -84,22 +84,22 @@ POINTS = {
     "smem_16x8_s4": dict(WARP_N=16, WARPS=8, SPLIT_K=4, A_SMEM=1),
     "smem_32x8_u2": dict(WARP_N=32, WARPS=8, UNROLL=2, A_SMEM=1),
 }
-STREAM_BASE = dict(ROWS=8, KC=512, STAGES=6, WARPS=4, A_RES=1, SPLIT_ROWS=1, GRID=132)
+STREAM_BASE = dict(ROWS=8, KC=1024, STAGES=4, WARPS=4, A_RES=1, SPLIT_ROWS=1, GRID=132)
 STREAM_POINTS = {
-    # the first version: 8 rows x 512 k per stage, 6 stages, A kept, ranges cut anywhere, 1 CTA/SM
-    "bulk_8_512_s6": {},
-    # wider row blocks (fewer A fragment loads per B byte, more bytes per stage)
-    "bulk_16_512_s6": dict(ROWS=16),
-    "bulk_32_256_s6": dict(ROWS=32, KC=256),
-    # longer and shorter copies
-    "bulk_8_1024_s4": dict(KC=1024, STAGES=4),
-    "bulk_8_256_s8": dict(KC=256, STAGES=8),
-    # 8 consumer warps; two CTAs per SM
-    "bulk_8_512_w8": dict(WARPS=8),
-    "bulk_8_512_g264": dict(STAGES=4, GRID=264),
+    # 8 rows x 1024 k per stage (2 KB copies), 4 stages, A kept, ranges cut anywhere, 1 CTA/SM
+    "bulk_8_1024_s4": {},
+    # longer copies (4 and 8 KB), fewer stages of the same bytes or more
+    "bulk_8_2048_s3": dict(KC=2048, STAGES=3),
+    "bulk_8_2048_s4": dict(KC=2048, STAGES=4),
+    "bulk_8_4096_s2": dict(KC=4096, STAGES=2),
+    # a deeper ring; wider row blocks; 8 consumer warps; two CTAs per SM
+    "bulk_8_1024_s6": dict(STAGES=6),
+    "bulk_16_1024_s4": dict(ROWS=16),
+    "bulk_8_1024_w8": dict(WARPS=8),
+    "bulk_8_1024_g264": dict(STAGES=2, GRID=264),
     # whole row blocks per CTA (no fix-up); A copied with each stage
-    "bulk_rows": dict(SPLIT_ROWS=0),
-    "bulk_a_stage": dict(ROWS=16, A_RES=0),
+    "bulk_rows_2048": dict(KC=2048, STAGES=3, SPLIT_ROWS=0),
+    "bulk_a_stage": dict(ROWS=16, KC=2048, STAGES=3, A_RES=0),
 }
 # family name -> (family, base point, named points, its GEMV kernel, its second kernel)
 FAMILIES = {"skinny": (Skinny(), BASE, POINTS, "skinny_gemv", "skinny_reduce"),

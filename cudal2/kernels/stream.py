@@ -20,11 +20,13 @@ Guarantees: `invalid` rejects, with a reason, M > 16, points whose shared memory
 A_RES with an A that does not fit, grids larger than the SMs can hold at once (a persistent grid
 is one wave) or than the units, and pure waste (stages more than a CTA's units, k chunks far
 longer than K, a second CTA per SM whose stages would not fit); every shape with M <= 16 and
-K % 8 == 0 keeps a valid point (ROWS=8, KC=256, STAGES=4, A_RES=0, GRID=the SM count).
+K % 8 == 0 keeps a valid point (ROWS=8, KC=512, STAGES=2, A_RES=0, GRID=the SM count).
 
-Does not: measure anything. The prior is an uncalibrated bandwidth model: bytes of B over a
-read bandwidth scaled by the bytes each SM keeps in flight, the busiest CTA's share (SPLIT_ROWS=0
-leaves up to one row block of imbalance), the fix-up's launch, and the pipeline's fill.
+Does not: measure anything (eval/skinny_check.py --family stream does). The prior is a bandwidth
+model: bytes of B over a read bandwidth scaled by the bytes each SM keeps in flight, the busiest
+CTA's share (SPLIT_ROWS=0 leaves up to one row block of imbalance), the copy unit's rate (~75
+cycles a copy, measured on the H100 with 512-byte to 2 KB copies), the fix-up's launch, and the
+pipeline's fill; its other constants are H100 SXM guesses.
 """
 
 from __future__ import annotations
@@ -50,8 +52,8 @@ class Stream(Family):
     build_archs = ("sm_90a",)
     space = {
         "ROWS": (8, 16, 32),          # rows of B per row block (1, 2 or 4 m16n8 n-tiles)
-        "KC": (256, 512, 1024),       # k per unit: one bulk copy of KC*2 bytes per row and stage
-        "STAGES": (4, 6, 8),          # stages in flight per CTA
+        "KC": (512, 1024, 2048, 4096),   # k per unit: one bulk copy of KC*2 bytes per row and stage
+        "STAGES": (2, 3, 4, 6),       # stages in flight per CTA
         "WARPS": (4, 8),              # consumer warps (plus one producer warp)
         "A_RES": (0, 1),              # 1: A copied once and kept in shared memory
         "SPLIT_ROWS": (1, 0),         # 1: ranges of units cut anywhere (+ fix-up kernel)
@@ -69,7 +71,7 @@ class Stream(Family):
         a_bytes = p.M * a_stride if A_RES else 0
         stage = ROWS * b_stride + (0 if A_RES else p.M * a_stride)
         red = WARPS * nt * 32 * 16
-        smem = a_bytes + STAGES * stage + red + (2 * STAGES + 1) * 8
+        smem = a_bytes + STAGES * stage + red + (2 * STAGES + (nkc if A_RES else 0)) * 8
 
         def first_unit(c: int) -> int:   # the template's first_unit
             return c * units // ctas if SPLIT_ROWS else c * nrb // ctas * nkc
@@ -97,10 +99,10 @@ class Stream(Family):
                     f"CTA(s) per SM exceeds the SM's {lim.smem_per_block} B")
         if per_sm > 1 and d["CTAS"] <= lim.sm_count:
             return f"GRID={GRID}: only {d['CTAS']} CTAs have work; a second CTA per SM adds nothing"
-        if STAGES > 4 and d["UNITS_PER_CTA_MAX"] < STAGES:
+        if STAGES > 2 and d["UNITS_PER_CTA_MAX"] < STAGES:
             return (f"STAGES={STAGES} never fill: a CTA streams at most {d['UNITS_PER_CTA_MAX']} units "
                     "(a smaller ring does the same)")
-        if KC > 256 and KC >= 2 * p.K:
+        if KC > 512 and KC >= 2 * p.K:
             return f"KC={KC} is more than twice K={p.K}: the stage is mostly empty"
         if ROWS > 8 and cdiv(p.N, 8) < ROWS // 8 * 2:
             return f"ROWS={ROWS} rows per block for N={p.N}: most CTAs would idle"
@@ -110,6 +112,7 @@ class Stream(Family):
     HBM_BPS = 3.0e12          # read-stream bandwidth an H100 SXM reaches (of 3.35 TB/s peak)
     LATENCY_S = 1.2e-6        # DRAM latency under load
     LAUNCH_S = 2.0e-6
+    COPY_S = 75 / 1.7e9       # an SM's copy unit: ~75 cycles a bulk copy (512-byte copies: ~1.5 TB/s)
     FILL_S = 1.5e-6           # first stage landing + the last row block's sums
 
     def prior(self, params: Params, p: Problem, lim: Limits) -> float:
@@ -120,7 +123,9 @@ class Stream(Family):
         bw = self.HBM_BPS * (1.0 - math.exp(-inflight / need))
         # the busiest CTA's bytes against the average: SPLIT_ROWS=0 deals out whole row blocks
         balance = d["UNITS_PER_CTA_MAX"] * d["CTAS"] / d["UNITS"]
-        t = b_bytes / bw * balance + self.FILL_S + self.LAUNCH_S * (2 if d["FIXUP"] else 1)
+        copies = d["UNITS_PER_CTA_MAX"] * (params["ROWS"] + (0 if params["A_RES"] else p.M))
+        t_copies = copies * self.COPY_S / cdiv(params["GRID"], lim.sm_count)
+        t = max(b_bytes / bw * balance, t_copies) + self.FILL_S + self.LAUNCH_S * (2 if d["FIXUP"] else 1)
         if not params["A_RES"]:
             t += d["UNITS"] * p.M * params["KC"] * 2 / 7.0e12      # A's chunks from L2 with every stage
         return p.flops / t / 1e12
