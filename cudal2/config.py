@@ -111,9 +111,9 @@ class RunConfig:
 
 @dataclass
 class SearchConfig:
-    families: list[str] = _f(["sm80", "sm90raw", "skinny"], "Kernel families the template proposer draws from "
+    families: list[str] = _f(["sm80", "sm90raw", "skinny", "stream"], "Kernel families the template proposer draws from "
                              "(sm90 is CUTLASS host code, contract v1: measured, never published).",
-                             each_choices=["sm80", "sm90", "sm90raw", "skinny"])
+                             each_choices=["sm80", "sm90", "sm90raw", "skinny", "stream"])
     batch: int = _f(16, "Candidates proposed and evaluated per round (builds run in parallel).", ge=1)
     budget_minutes: float = _f(10.0, "Wall-clock budget per shape, in minutes.", gt=0)
     max_candidates: int = _f(160, "Most candidates evaluated per shape (across resumed runs).", ge=1)

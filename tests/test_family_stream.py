@@ -1,0 +1,119 @@
+"""The stream family (M <= 16: a GEMV fed by bulk copies into a shared-memory ring): renders
+policy-clean contract-v2 files whose launch spec carries the family's own numbers, its partition
+gives every unit to exactly one CTA, it rejects impossible or wasteful points with a reason, and a
+few points build for sm_90a with no spills and no local memory. Nothing here runs on a GPU
+(eval/skinny_check.py --family stream does)."""
+
+import shutil
+
+import pytest
+
+from cudal2.config import BuildConfig
+from cudal2.harness import launch, policy
+from cudal2.harness.build import build
+from cudal2.kernels.family import Limits, get_family
+from cudal2.kernels.stream import Stream
+from cudal2.problem import Problem, parse_claim
+
+FAM = Stream()
+LIM = Limits()
+DECODE, MLP, DOWN, ODD = Problem(1, 4096, 4096), Problem(16, 14336, 4096), Problem(1, 4096, 14336), Problem(9, 1001, 1000)
+
+
+def point(**kw) -> dict:
+    base = dict(ROWS=8, KC=1024, STAGES=4, WARPS=4, A_RES=1, SPLIT_ROWS=1, GRID=132)
+    assert set(kw) <= set(base)
+    return {**base, **kw}
+
+
+SUBSET = [
+    (DECODE, point()),                                                  # cut row blocks: the fix-up
+    (DECODE, point(ROWS=32, KC=512, STAGES=6, SPLIT_ROWS=0)),
+    (MLP, point(ROWS=16, KC=512, STAGES=2)),
+    (DOWN, point(KC=512, STAGES=4, SPLIT_ROWS=0, GRID=264)),
+    (ODD, point(ROWS=16, KC=512, STAGES=2, A_RES=0)),                   # A copied per stage, every tail
+    (Problem(3, 17, 24), point(KC=512, STAGES=2, SPLIT_ROWS=0)),
+]
+IDS = [f"{p}-{i}" for i, (p, _) in enumerate(SUBSET)]
+
+
+def test_family_is_registered():
+    assert get_family("stream").name == "stream"
+
+
+@pytest.mark.parametrize("p,params", SUBSET, ids=IDS)
+def test_subset_points_are_valid_and_render_policy_clean(p, params):
+    assert FAM.invalid(params, p, LIM) is None
+    src = FAM.render(params, p)
+    assert policy.check(src) == [] and policy.check_device_only(src) == []
+    assert parse_claim(src).covers(p) and not parse_claim(src).covers(Problem(p.M, p.N + 1, p.K))
+
+
+@pytest.mark.parametrize("p,params", SUBSET, ids=IDS)
+def test_launch_spec_carries_the_family_numbers(p, params):
+    d = FAM.context(params, p)
+    kernels = launch.parse(FAM.render(params, p)).resolve(p.M, p.N, p.K)
+    gemv = kernels[0]
+    assert (gemv.name, gemv.grid, gemv.block, gemv.smem) == ("stream_gemv", (d["CTAS"], 1, 1),
+                                                            (32 * (params["WARPS"] + 1), 1, 1), d["SMEM_BYTES"])
+    if d["FIXUP"]:
+        assert [k.name for k in kernels] == ["stream_gemv", "stream_fixup"]
+        assert gemv.args[-1] == ("ws", 0) and kernels[1].args == [("ws", 0), ("C", None)]
+    else:
+        assert len(kernels) == 1 and [a for a, _ in gemv.args] == ["A", "B", "C"]
+    assert d["SMEM_BYTES"] <= LIM.smem_per_block
+
+
+@pytest.mark.parametrize("p,params", [(Problem(1, N, K), point(ROWS=r, KC=kc, SPLIT_ROWS=s, GRID=g))
+                                      for N, K in ((4096, 4096), (1001, 1000), (152064, 3584), (24, 8))
+                                      for r in (8, 32) for kc in (512, 4096) for s in (0, 1) for g in (132, 264)],
+                         ids=str)
+def test_the_partition_gives_every_unit_to_one_cta_and_says_when_blocks_are_cut(p, params):
+    d = FAM.context(params, p)
+    nkc, ctas, units = d["NKC"], d["CTAS"], d["UNITS"]
+    first = [c * units // ctas if params["SPLIT_ROWS"] else c * d["NRB"] // ctas * nkc for c in range(ctas + 1)]
+    assert first[0] == 0 and first[-1] == units and all(a < b for a, b in zip(first, first[1:]))
+    assert d["FIXUP"] == any(f % nkc for f in first[1:-1])
+    assert d["FIXUP"] <= bool(params["SPLIT_ROWS"])        # whole row blocks are never cut
+
+
+@pytest.mark.parametrize("p", [Problem(M, N, K) for M in (1, 8, 9, 16)
+                               for N, K in ((8, 8), (13, 24), (1000, 512), (4096, 8), (1001, 1000),
+                                            (14336, 4096), (4096, 28672))], ids=str)
+def test_every_shape_with_m_up_to_16_keeps_a_valid_point(p):
+    assert FAM.invalid(point(KC=512, STAGES=2, A_RES=0, SPLIT_ROWS=0), p, LIM) is None
+
+
+@pytest.mark.parametrize("p,params,says", [
+    (Problem(17, 4096, 4096), point(), "M <= 16"),
+    (Problem(16, 4096, 14336), point(), "shared memory"),             # all of A kept: 458 KB
+    (DECODE, point(STAGES=4, GRID=264, KC=4096), "shared memory"),    # two CTAs of 4 x 64 KB stages
+    (Problem(1, 64, 4096), point(GRID=264), "adds nothing"),
+    (Problem(1, 256, 1024), point(STAGES=6), "never fill"),
+    (Problem(1, 4096, 512), point(KC=2048), "mostly empty"),
+])
+def test_invalid_says_why(p, params, says):
+    reason = FAM.invalid(params, p, LIM)
+    assert reason and says in reason, reason
+
+
+def test_prior_charges_the_fix_up_launch():
+    # same bytes, same copies: the point whose row blocks are cut pays one more launch
+    cut, whole = point(SPLIT_ROWS=1), point(SPLIT_ROWS=0)
+    assert FAM.context(cut, DECODE)["FIXUP"] and not FAM.context(whole, DECODE)["FIXUP"]
+    assert FAM.prior(cut, DECODE, LIM) < FAM.prior(whole, DECODE, LIM)
+
+
+def test_prior_charges_small_copies():
+    assert FAM.prior(point(KC=512, STAGES=6), MLP, LIM) < FAM.prior(point(KC=2048, STAGES=2), MLP, LIM)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+@pytest.mark.parametrize("p,params", [SUBSET[0], SUBSET[4]], ids=["fixup", "a-per-stage-odd"])
+def test_valid_point_builds_without_spills_or_local_memory(p, params, tmp_path):
+    r = build(FAM.render(params, p), BuildConfig(cache_dir=str(tmp_path), archs=list(FAM.build_archs)))
+    assert r.ok, r.reason
+    entries = {k.split("@")[0]: v for k, v in r.resources.items()}
+    assert set(entries) == ({"stream_gemv", "stream_fixup"} if FAM.context(params, p)["FIXUP"] else {"stream_gemv"})
+    for res in entries.values():
+        assert res["spill_stores"] == 0 and res["spill_loads"] == 0 and res["stack"] == 0
