@@ -17,7 +17,7 @@ CASES = [
     ("stream", "fixup", dict(STREAM), Problem(1, 4097, 4104)),
     ("stream", "rows_m9", dict(STREAM, ROWS=16, KC=512, STAGES=2, SPLIT_ROWS=0, GRID=264), Problem(9, 14335, 4112)),
     ("stream", "a_stage_m13", dict(STREAM, ROWS=32, KC=512, STAGES=2, A_RES=0), Problem(13, 8200, 2072)),
-    ("skinny", "split4", dict(WARP_N=16, WARPS=4, SPLIT_K=4, UNROLL=4, A_SMEM=1), Problem(5, 1001, 1000)),
+    ("skinny", "split4", dict(WARP_N=8, WARPS=4, SPLIT_K=4, UNROLL=2, A_SMEM=1), Problem(5, 1001, 1000)),
 ]
 
 
