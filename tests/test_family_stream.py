@@ -117,3 +117,12 @@ def test_valid_point_builds_without_spills_or_local_memory(p, params, tmp_path):
     assert set(entries) == ({"stream_gemv", "stream_fixup"} if FAM.context(params, p)["FIXUP"] else {"stream_gemv"})
     for res in entries.values():
         assert res["spill_stores"] == 0 and res["spill_loads"] == 0 and res["stack"] == 0
+
+
+@pytest.mark.parametrize("n", [1024, 8192, 14336, 18944, 128256])
+def test_whole_row_blocks_are_dealt_out_evenly(n):
+    # no CTA streams more row blocks than GRID CTAs would, and the grid is the fewest that do that
+    x = point(SPLIT_ROWS=0, GRID=264)
+    d = FAM.context(x, Problem(1, n, 4096))
+    most = -(-d["NRB"] // min(264, d["NRB"]))
+    assert d["UNITS_PER_CTA_MAX"] == most * d["NKC"] and (d["CTAS"] - 1) * most < d["NRB"] <= d["CTAS"] * most

@@ -22,6 +22,8 @@ A_RES with an A that does not fit, grids larger than the SMs can hold at once (a
 is one wave) or than the units, and pure waste (stages more than a CTA's units, k chunks far
 longer than K, a second CTA per SM whose stages would not fit); every shape with M <= 16 and
 K % 8 == 0 keeps a valid point (ROWS=8, KC=512, STAGES=2, A_RES=0, GRID=the SM count).
+With SPLIT_ROWS=0 the grid is the fewest CTAs (at most GRID) that give none more row blocks than
+GRID CTAs would.
 
 Does not: measure anything (eval/skinny_check.py --family stream does). The prior is a bandwidth
 model: bytes of B over a read bandwidth scaled by the bytes each SM keeps in flight, the busiest
@@ -69,7 +71,10 @@ class Stream(Family):
         nt = ROWS // 8
         nrb, nkc = cdiv(p.N, ROWS), cdiv(p.K, KC)
         units = nrb * nkc
-        ctas = min(GRID, units if SPLIT_ROWS else nrb)
+        # Whole row blocks: the fewest CTAs that give none more blocks than GRID CTAs would (1024
+        # blocks on 264 -> 256 CTAs of 4, not 232 of 4 and 32 of 3), so all finish together: B's
+        # bandwidth, not an SM, is what each CTA waits on.
+        ctas = min(GRID, units) if SPLIT_ROWS else cdiv(nrb, cdiv(nrb, min(GRID, nrb)))
         b_stride = _pad_row(KC * 2)
         a_stride = _pad_row(p.K * 2) if A_RES else b_stride
         a_bytes = p.M * a_stride if A_RES else 0
