@@ -332,8 +332,8 @@ def library_bench(root: Optional[Path] = LibOpt, arch: Optional[str] = ArchOpt, 
     if update:
         from cudal2.library import Library, manifest
         kept = len(Library(lib.folder, serve_margin=cfg.library.serve_margin).served)
-        out.print(f"manifest updated for {n} entries; {kept} win by {cfg.library.serve_margin:.0%} or more "
-                  f"in every mode, lost in none of the {manifest.HISTORY} benches before, and are served")
+        out.print(f"manifest updated for {n} entries; {kept} win by {cfg.library.serve_margin:.0%} or more in every mode "
+                  f"on the median of this bench and the {manifest.HISTORY} before it, lost in none, and are served")
 
 
 @app.command()

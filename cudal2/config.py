@@ -150,8 +150,8 @@ class LLMConfig:
 class LibraryConfig:
     root: str = _f("", "Kernel library folder; empty means the kernels_out/ folder beside the package.")
     serve_margin: float = _f(0.02, "An entry is served (and a search winner published) only where its measured speedup "
-                                   "over the vendor GEMM is at least 1 + this in every timing mode (and, for an entry, "
-                                   "at least 1 in every mode of its recent benches); elsewhere the vendor runs.", ge=-1.0)
+                                   "over the vendor GEMM is at least 1 + this in every timing mode (for an entry: on the median "
+                                   "of its recent benches, each at least 1); elsewhere the vendor runs.", ge=-1.0)
 
 
 @dataclass

@@ -2,7 +2,8 @@
 
 Guarantees:
 - never lose: only entries whose measured speedup over the vendor is at least 1 + `serve_margin`
-  in every timing mode are served (`Entry.wins`); elsewhere the vendor GEMM runs;
+  in every timing mode (on the median of the benches an entry keeps), and at least 1 in every one
+  of them, are served (`Entry.wins`); elsewhere the vendor GEMM runs;
 - dispatch: the served entry for the exact shape, else one whose M-range covers it, else the
   vendor GEMM (cuBLAS through torch or cupy); the result is always C = A·Bᵀ; `stats()` counts
   hits per entry and fallbacks per reason;
