@@ -39,9 +39,37 @@ def test_policy_words_createpolicy_or_cute_makes_pass(make):
     "createpolicy.fractional.L2::evict_last.b64 %rd5, 1.0;\nld.shared.v2.u64 {%rd4, %rd5}, [%r2];",  # a vector's 2nd name
     "mov.b64 %rd5, {%r3, %r4};",                                                     # packed from halves
     "ld.param.u64 %rd5, [k_param_0];",                                               # a launch parameter
+    "mov.b64 %rd5, 010;",                                                            # octal: was a ValueError
 ])
 def test_any_other_policy_word_is_refused(make):
     assert rule(make + "\n" + LOAD), make
+
+
+@pytest.mark.parametrize("body", [
+    "@%p1 createpolicy.fractional.L2::evict_last.b64 %rd5, 1.0;\n" + LOAD,           # false guard: unwritten
+    LOAD + "createpolicy.fractional.L2::evict_last.b64 %rd5, 1.0;\n",                # read before the write
+    "@%p1 bra $L1;\ncreatepolicy.fractional.L2::evict_last.b64 %rd5, 1.0;\n$L1:\n" + LOAD,   # jumped over
+    "@%p1 bra $L2;\ncreatepolicy.fractional.L2::evict_last.b64 %rd5, 1.0;\nbra $L3;\n$L1:\n" + LOAD
+    + "ret;\n$L2:\nbra $L1;\n$L3:\nret;\n",                                           # in by a back jump
+    "{\n.reg .b64 pol;\ncreatepolicy.fractional.L2::evict_last.b64 pol, 1.0;\n}\n{\n.reg .b64 pol;\n"
+    "ld.global.L2::cache_hint.b32 %r1, [%rd1], pol;\n}\n",                              # another scope's pol
+    "@%p1 createpolicy.fractional.L2::evict_last.b64 %rd4, 1.0;\nmov.b64 %rd5, %rd4;\n" + LOAD,   # a copy of one
+    "@%p1 brx.idx %r1, $T;\ncreatepolicy.fractional.L2::evict_last.b64 %rd5, 1.0;\n$L1:\n" + LOAD,  # brx: anywhere
+])
+def test_a_policy_register_some_path_reaches_unwritten_is_refused(body):
+    assert any("unwritten" in v for v in rule(body)), body
+
+
+@pytest.mark.parametrize("body", [
+    "createpolicy.fractional.L2::evict_last.b64 %rd5, 1.0;\n$L1:\n" + LOAD + "@%p1 bra $L1;\n",   # a loop
+    "@%p2 bra $L9;\ncreatepolicy.fractional.L2::evict_last.b64 %rd5, 1.0;\n" + LOAD + "$L9:\nret;\n",  # skip to exit
+    "createpolicy.fractional.L2::evict_last.b64 %rd5, 1.0;\n@%p1 createpolicy.fractional.L2::evict_first.b64 "
+    "%rd5, 1.0;\n" + LOAD,                                                            # guarded rewrite of a written one
+    "{\n.reg .b64 pol;\ncreatepolicy.fractional.L2::evict_last.b64 pol, 1.0;\n"
+    "ld.global.L2::cache_hint.b32 %r1, [%rd1], pol;\n}\n",                              # one asm block
+])
+def test_a_policy_register_written_on_every_path_passes(body):
+    assert rule(body) == [], body
 
 
 @pytest.mark.parametrize("access", [
@@ -61,7 +89,7 @@ needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not o
 
 @needs_nvcc
 @pytest.mark.parametrize("name", ["zz31_handmade_descriptor_cvt.cu", "zz32_plain_register_policy.cu",
-                                  "zz32_policy_redefined_by_vector_load.cu"])
+                                  "zz32_policy_redefined_by_vector_load.cu", "zz33_policy_undefined_on_a_path.cu"])
 def test_hand_made_policy_words_fail_the_build(tmp_path, name):
     r = build((KERNELS / "bad" / name).read_text(), BuildConfig(cache_dir=str(tmp_path)))
     assert not r.ok and r.stage == "build" and "policy" in r.reason, r.reason

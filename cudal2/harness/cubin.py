@@ -214,7 +214,7 @@ def statement_violations(ptx: str) -> list[str]:
         out.append(problem)
     for fn in bodies:
         stmts = _statements(fn)
-        out += _param_uses(stmts, sizes, entry) + _policy_uses(stmts)
+        out += _param_uses(stmts, sizes, entry) + _policy_uses(stmts, fn)
     return out[:5]
 
 
@@ -303,8 +303,12 @@ def _policies(stmts) -> set[str]:
             return True
         if not op.startswith("mov.") or len(args) != 2:
             return False
-        if m := _INT_IMMEDIATE.fullmatch(args[1]):
-            return int(m.group(1), 0) in _NAMED_POLICIES
+        if m := _INT_IMMEDIATE.fullmatch(args[1]):   # (PTX reads `010` as octal; Python's int(.., 0) raised)
+            txt = m.group(1)
+            try:
+                return int(txt, 8 if re.fullmatch(r"0\d+", txt) else 0) in _NAMED_POLICIES
+            except ValueError:
+                return False
         return args[1] in known
 
     known: set[str] = set()
@@ -315,9 +319,9 @@ def _policies(stmts) -> set[str]:
         known = new
 
 
-def _policy_uses(stmts) -> list[str]:
-    """Every `.L2::cache_hint` access whose policy operand is not a `_policies` name, and any
-    `createpolicy.cvt`."""
+def _policy_uses(stmts, body: str = "") -> list[str]:
+    """Every `.L2::cache_hint` access whose policy operand is not a `_policies` name, or is one that
+    some path reaches unwritten (`_unwritten_reads`), and any `createpolicy.cvt`."""
     out: list[str] = []
     known = _policies(stmts)
     for op, args, st in stmts:
@@ -327,7 +331,107 @@ def _policy_uses(stmts) -> list[str]:
         elif "cache_hint" in op and (not args or args[-1] not in known):
             out.append(f"`{st[:80]}` gives a cache_hint access a policy word that createpolicy did not make: the word "
                        "is the access's memory descriptor")
+    for st in _unwritten_reads(body, known):
+        out.append(f"`{st[:80]}` reads a cache_hint policy register that a path reaches unwritten (a guarded or "
+                   "jumped-over createpolicy, or one in another scope): ptxas fills an undefined descriptor with "
+                   "whatever registers it likes")
     return out
+
+
+_REG_DECL = re.compile(r"^\.reg\s+(?:\.v\d\s+)?\.\w+\s+(.+)$")
+_LABELS = re.compile(r"^(?:[\w$]+:(?!:)\s*)+")
+
+
+def _unwritten_reads(body: str, known: set[str]) -> list[str]:
+    """The statements that read a policy register (a cache_hint access's policy operand, a `mov`
+    copying one into another) that some path from the function's entry reaches without passing an
+    unguarded write of the same register (the same `.reg` declaration: nested scopes may reuse a
+    name) placed before the read. `_policies` is flow-insensitive: a createpolicy under a false
+    guard, one a branch jumps over, or one after the read, is its register's only definition, and
+    ptxas fills the unwritten register with whatever it likes (review 31, bad/zz33_policy_undefined_
+    on_a_path: desc[UR4] = {a thread's word, c[0x0][0x28]} on sm_90a). The paths follow the text,
+    `bra` to its label (an unknown label, or `brx`, to every label) and stop at `ret`/`exit`/`trap`."""
+    if not known:
+        return []
+    scopes: list[list[tuple[str, int, int]]] = [[]]   # per open scope: (name or range prefix, count or -1, id)
+    decl_ids = iter(range(1, 1 << 30))
+    writes: dict[tuple[int, str], list[int]] = {}     # (declaration, name) -> positions of unguarded policy writes
+    reads: list[tuple[int, str, int, str]] = []       # (position, name, declaration, statement)
+    labels: dict[str, int] = {}
+    jumps: dict[int, tuple[str, bool]] = {}          # position -> (target label, "" for brx; falls through)
+    pos = 0
+
+    def resolve(name: str) -> int:
+        for scope in reversed(scopes):
+            for n, count, ident in reversed(scope):
+                if (count < 0 and n == name) or (count >= 0 and name.startswith(n) and name[len(n):].isdigit()
+                                                  and int(name[len(n):]) < count):
+                    return ident
+        return 0
+    for piece in re.split(r"([{};])", body):
+        if piece == "{":
+            scopes.append([])
+            continue
+        if piece == "}":
+            if len(scopes) > 1:
+                scopes.pop()
+            continue
+        if piece == ";":
+            continue
+        text = " ".join(piece.split())
+        if m := _LABELS.match(text):
+            for lab in re.findall(r"([\w$]+):", m.group(0)):
+                labels[lab] = pos + 1
+            text = text[m.end():]
+        if not text:
+            continue
+        if m := _REG_DECL.match(text):
+            for d in m.group(1).split(","):
+                d = d.strip()
+                r = re.fullmatch(r"(%?[\w$]+)<(\d+)>", d)
+                scopes[-1].append((r.group(1), int(r.group(2)), next(decl_ids)) if r else (d, -1, next(decl_ids)))
+            continue
+        if text.startswith("."):
+            continue
+        guarded = text.startswith("@")
+        stmts = _statements(text)
+        if not stmts:
+            continue
+        pos += 1
+        op, args, st = stmts[0]
+        if op.startswith(("bra", "brx")):
+            jumps[pos] = (args[-1] if op.startswith("bra") and args else "", guarded)
+        elif op.split(".")[0] in ("ret", "exit", "trap") and not guarded:
+            jumps[pos] = ("-", False)
+        if "cache_hint" in op and args and args[-1] in known:
+            reads.append((pos, args[-1], resolve(args[-1]), st))
+        if op.startswith("mov.") and len(args) == 2 and args[0] in known and args[1] in known:
+            reads.append((pos, args[1], resolve(args[1]), st))
+        if args and args[0] in known and not guarded and (
+                op.startswith(_POLICY_MAKERS) or op.startswith("mov.")):
+            writes.setdefault((resolve(args[0]), args[0]), []).append(pos)
+    every = sorted(set(labels.values()))
+
+    def next_of(p: int) -> list[int]:
+        if p not in jumps:
+            return [p + 1]
+        lab, falls = jumps[p]
+        to = [] if lab == "-" else every if not lab else [labels[lab]] if lab in labels else every
+        return to + ([p + 1] if falls else [])
+
+    def avoids(at: int, w: int) -> bool:   # some path from the entry reaches `at` without passing `w`
+        seen, todo = {1}, [1] if w != 1 else []
+        while todo:
+            p = todo.pop()
+            if p == at:
+                return True
+            for q in next_of(p):
+                if q != w and q not in seen and q <= pos:
+                    seen.add(q)
+                    todo.append(q)
+        return False
+    return [st for at, name, ident, st in reads
+            if not any(w < at and not avoids(at, w) for w in writes.get((ident, name), []))]
 
 
 def _classes(stmts, sizes: dict[str, int]) -> dict[str, str]:
