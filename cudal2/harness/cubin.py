@@ -319,7 +319,7 @@ def _policies(stmts) -> set[str]:
         known = new
 
 
-def _policy_uses(stmts, body: str = "") -> list[str]:
+def _policy_uses(stmts, body: str) -> list[str]:
     """Every `.L2::cache_hint` access whose policy operand is not a `_policies` name, or is one that
     some path reaches unwritten (`_unwritten_reads`), and any `createpolicy.cvt`."""
     out: list[str] = []
