@@ -10,6 +10,8 @@ verified and timed at five big shapes. Run on the GPU machine; nothing is assert
   python eval/sm90raw_check.py --out r.json --hybrid        stream-K hybrid (in-kernel fix-up) beside the same
                                                             points with whole tiles: verify at HYBRID_ODD_SHAPES,
                                                             then verify + time at HYBRID_SHAPES
+  python eval/sm90raw_check.py --out r.json --mid           small-batch prefill (M = 128, 512): wide tiles, splits
+                                                            and stream-K at five LLM layer shapes
   python eval/sm90raw_check.py --out r.json --hilbert       ORDER=hilbert beside the same points in grouped
                                                             order: verify at HILBERT_ODD_SHAPES, then verify +
                                                             time at HILBERT_SHAPES
@@ -78,6 +80,11 @@ HILBERT_SHAPES = [Problem(4096, 4096, 4096), Problem(8192, 8192, 8192), Problem(
                   Problem(2048, 8192, 8192)]
 HILBERT_ODD_SHAPES = [Problem(6000, 700, 2048), Problem(1025, 1001, 4104), Problem(4095, 2056, 1032),
                       Problem(257, 135, 4104)]
+# The LLM list's prefill of a small batch (M = 128, 512): B streams from HBM once while A is re-read
+# by every tile column, so the tile width and the split decide the traffic. Verification: the split
+# points at the split tails, then timing at three M = 128 and two M = 512 layer shapes.
+MID_SHAPES = [Problem(128, 4096, 14336), Problem(128, 14336, 4096), Problem(128, 28672, 8192),
+              Problem(512, 14336, 4096), Problem(512, 4096, 14336)]
 
 BASE = dict(BM=128, BN=256, CONSUMERS=2, STAGES=4, GROUP_M=8, EPI="direct", CLUSTER=1, MAX_CTAS=132,
             SPLIT_K=1, SCHED="tiles", ORDER="grouped")
@@ -124,6 +131,16 @@ POINTS = {
     "hb_hy_tma_128x256_s3": dict(EPI="tma", STAGES=3, SCHED="hybrid", ORDER="hilbert"),
     "hb_sk3_64x80": dict(SMALL, BN=80, SPLIT_K=3, ORDER="hilbert"),
     "hb_128x112": dict(BN=112, ORDER="hilbert"),
+    # ---- small-batch prefill (M = 128, 512): wide tiles re-read A less; splits fill the SMs ----
+    "128x128_s6": dict(BN=128, STAGES=6),
+    "tma_128x128_s5": dict(BN=128, STAGES=5, EPI="tma"),
+    "sk2_128x256": dict(SPLIT_K=2),
+    "sk4_128x256": dict(SPLIT_K=4),
+    "sk8_128x256": dict(SPLIT_K=8),
+    "sk2_128x128_s6": dict(BN=128, SPLIT_K=2, STAGES=6),
+    "streamk_128x256": dict(SCHED="streamk"),
+    "streamk_128x128_s6": dict(BN=128, SCHED="streamk", STAGES=6),
+    "hy_tma_128x128_s5": dict(BN=128, EPI="tma", STAGES=5, SCHED="hybrid"),
 }
 THIN_POINTS = ["tma_128x256_s3", "small_64x128", "sk8_64x128", "sk4_64x64_s8", "sk2_64x128_s6", "sk3_64x80",
                "sk4_128x128", "sk2_128x128_c2", "streamk_64x96", "streamk_128x112_c2"]
@@ -131,6 +148,9 @@ HYBRID_POINTS = ["tma_128x256_s3", "hy_tma_128x256_s3", "c2_tma_128x256_s3", "hy
                  "hy_c2_128x112", "hy_64x64"]
 HILBERT_POINTS = ["tma_128x256_s3", "hb_tma_128x256_s3", "c2_tma_128x256_s3", "hb_c2_tma_128x256_s3",
                   "hy_tma_128x256_s3", "hb_hy_tma_128x256_s3", "hb_sk3_64x80", "hb_128x112"]
+MID_POINTS = ["tma_128x256_s3", "c2_tma_128x256_s3", "hy_tma_128x256_s3", "128x128_s6", "tma_128x128_s5",
+              "hy_tma_128x128_s5", "sk2_128x256", "sk4_128x256", "sk8_128x256", "sk2_128x128_s6", "sk4_128x128",
+              "sk2_64x128_s6", "streamk_128x256", "streamk_128x128_s6"]
 # points only verified (at the odd shapes), not timed: they cover tails, not speed
 VERIFY_ONLY = {"hy_128x256", "hy_c2_128x112", "hy_64x64", "hb_sk3_64x80", "hb_128x112"}
 
@@ -182,10 +202,14 @@ def main() -> int:
     ap.add_argument("--hilbert", action="store_true",
                     help="ORDER=hilbert beside grouped order (HILBERT_POINTS) at HILBERT_ODD_SHAPES and "
                          "HILBERT_SHAPES; --points and --shapes (indices into HILBERT_SHAPES) narrow it further")
+    ap.add_argument("--mid", action="store_true",
+                    help="small-batch prefill (MID_POINTS) at SPLIT_ODD_SHAPES and MID_SHAPES (M = 128, 512); "
+                         "--points and --shapes (indices into MID_SHAPES) narrow it further")
     args = ap.parse_args()
 
     fam, lim = Sm90Raw(), Limits()
     default, pool, odd = ((THIN_POINTS, THIN_SHAPES, SPLIT_ODD_SHAPES) if args.thin else
+                          (MID_POINTS, MID_SHAPES, SPLIT_ODD_SHAPES) if args.mid else
                           (HYBRID_POINTS, HYBRID_SHAPES, HYBRID_ODD_SHAPES) if args.hybrid else
                           (HILBERT_POINTS, HILBERT_SHAPES, HILBERT_ODD_SHAPES) if args.hilbert else
                           (list(POINTS), SHAPES, ODD_SHAPES))
