@@ -141,6 +141,15 @@ POINTS = {
     "streamk_128x256": dict(SCHED="streamk"),
     "streamk_128x128_s6": dict(BN=128, SCHED="streamk", STAGES=6),
     "hy_tma_128x128_s5": dict(BN=128, EPI="tma", STAGES=5, SCHED="hybrid"),
+    # A re-read less: 64-row tiles in 2-CTA clusters share B, so a tile column costs half the A
+    # traffic of a 128-row tile of the same width; odd widths fill the 132 SMs in one wave
+    "c2_64x256_s5": dict(SMALL, BN=256, CLUSTER=2, STAGES=5),
+    "c2_tma_64x256_s4": dict(SMALL, BN=256, CLUSTER=2, STAGES=4, EPI="tma"),
+    "c2_tma_64x224_s5": dict(SMALL, BN=224, CLUSTER=2, STAGES=5, EPI="tma"),
+    "c2_tma_64x128_s8": dict(SMALL, BN=128, CLUSTER=2, STAGES=8, EPI="tma"),
+    "sk2_c2_64x128_s6": dict(SMALL, BN=128, CLUSTER=2, SPLIT_K=2, STAGES=6),
+    "tma_128x112_s6": dict(BN=112, STAGES=6, EPI="tma"),
+    "tma_128x96_s7": dict(BN=96, STAGES=7, EPI="tma"),
 }
 THIN_POINTS = ["tma_128x256_s3", "small_64x128", "sk8_64x128", "sk4_64x64_s8", "sk2_64x128_s6", "sk3_64x80",
                "sk4_128x128", "sk2_128x128_c2", "streamk_64x96", "streamk_128x112_c2"]
@@ -150,7 +159,8 @@ HILBERT_POINTS = ["tma_128x256_s3", "hb_tma_128x256_s3", "c2_tma_128x256_s3", "h
                   "hy_tma_128x256_s3", "hb_hy_tma_128x256_s3", "hb_sk3_64x80", "hb_128x112"]
 MID_POINTS = ["tma_128x256_s3", "c2_tma_128x256_s3", "hy_tma_128x256_s3", "128x128_s6", "tma_128x128_s5",
               "hy_tma_128x128_s5", "sk2_128x256", "sk4_128x256", "sk8_128x256", "sk2_128x128_s6", "sk4_128x128",
-              "sk2_64x128_s6", "streamk_128x256", "streamk_128x128_s6"]
+              "sk2_64x128_s6", "streamk_128x256", "streamk_128x128_s6", "c2_64x256_s5", "c2_tma_64x256_s4",
+              "c2_tma_64x224_s5", "c2_tma_64x128_s8", "sk2_c2_64x128_s6", "tma_128x112_s6", "tma_128x96_s7"]
 # points only verified (at the odd shapes), not timed: they cover tails, not speed
 VERIFY_ONLY = {"hy_128x256", "hy_c2_128x112", "hy_64x64", "hb_sk3_64x80", "hb_128x112"}
 
