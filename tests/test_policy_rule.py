@@ -55,6 +55,17 @@ def test_any_other_policy_word_is_refused(make):
     "ld.global.L2::cache_hint.b32 %r1, [%rd1], pol;\n}\n",                              # another scope's pol
     "@%p1 createpolicy.fractional.L2::evict_last.b64 %rd4, 1.0;\nmov.b64 %rd5, %rd4;\n" + LOAD,   # a copy of one
     "@%p1 brx.idx %r1, $T;\ncreatepolicy.fractional.L2::evict_last.b64 %rd5, 1.0;\n$L1:\n" + LOAD,  # brx: anywhere
+    # review 32: a vector operand's braces once cut the access in pieces, hiding its read
+    "@%p1 createpolicy.fractional.L2::evict_last.b64 %rd5, 1.0;\n"
+    "ld.global.L2::cache_hint.v2.b32 {%r1, %r2}, [%rd1], %rd5;\n",
+    "@%p1 createpolicy.fractional.L2::evict_last.b64 %rd6, 1.0;\n"
+    "st.global.L2::cache_hint.v2.b32 [%rd1], {%r1, %r2}, %rd6;\n",
+    # one label name in two scopes: the bra lands in its own scope, past the createpolicy
+    "{\n@%p1 bra $L;\ncreatepolicy.fractional.L2::evict_last.b64 %rd5, 1.0;\n$L:\n" + LOAD + "}\n{\n$L:\n}\n",
+    # an inner declaration the rule once could not read took the outer, written register's place
+    "{\n.reg .b64 pol;\ncreatepolicy.fractional.L2::evict_last.b64 pol, 1.0;\n{\n.reg.b64 pol;\n"
+    "ld.global.L2::cache_hint.b32 %r1, [%rd1], pol;\n}\n}\n",
+    "createpolicy.fractional.L2::evict_last.b64 %rd5, 1.0;\n{\n.reg .b64 %rd< 9 >;\n" + LOAD + "}\n",
 ])
 def test_a_policy_register_some_path_reaches_unwritten_is_refused(body):
     assert any("unwritten" in v for v in rule(body)), body
@@ -67,9 +78,28 @@ def test_a_policy_register_some_path_reaches_unwritten_is_refused(body):
     "%rd5, 1.0;\n" + LOAD,                                                            # guarded rewrite of a written one
     "{\n.reg .b64 pol;\ncreatepolicy.fractional.L2::evict_last.b64 pol, 1.0;\n"
     "ld.global.L2::cache_hint.b32 %r1, [%rd1], pol;\n}\n",                              # one asm block
+    "createpolicy.fractional.L2::evict_last.b64 %rd5, 1.0;\n"
+    "ld.global.L2::cache_hint.v2.b32 {%r1, %r2}, [%rd1], %rd5;\n",                      # a vector access
+    "{\n.reg.b64 pol;\ncreatepolicy.fractional.L2::evict_last.b64 pol, 1.0;\n"
+    "ld.global.L2::cache_hint.b32 %r1, [%rd1], pol;\n}\n",                              # an unspaced .reg
+    "createpolicy.fractional.L2::evict_last.b64 %rd5, 1.0;\n%L1 :\n" + LOAD + "@%p1 bra %L1;\n",  # a %-label loop
+    "{\n$L:\n}\ncreatepolicy.fractional.L2::evict_last.b64 %rd5, 1.0;\n{\n$L:\n" + LOAD + "@%p1 bra $L;\n}\n",
 ])
 def test_a_policy_register_written_on_every_path_passes(body):
     assert rule(body) == [], body
+
+
+@pytest.mark.parametrize("hidden", [
+    "%L1: ld.global.v2.u64 {%rd4, %rd5}, [%rd2];",          # a %-label once read as the opcode
+    "$L1 : ld.global.v2.u64 {%rd4, %rd5}, [%rd2];",         # a space before the colon
+])
+def test_a_label_ptxas_accepts_does_not_hide_a_definition(hidden):
+    good = "createpolicy.fractional.L2::evict_last.b64 %rd5, 1.0;\n"
+    assert any("createpolicy did not make" in v for v in rule(good + hidden + "\n" + LOAD)), hidden
+
+
+def test_a_statement_without_an_opcode_is_refused():
+    assert any("cannot read" in v for v in rule("%rd4: : mov.b64 %rd5, 1;\n"))
 
 
 @pytest.mark.parametrize("access", [
@@ -89,7 +119,9 @@ needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not o
 
 @needs_nvcc
 @pytest.mark.parametrize("name", ["zz31_handmade_descriptor_cvt.cu", "zz32_plain_register_policy.cu",
-                                  "zz32_policy_redefined_by_vector_load.cu", "zz33_policy_undefined_on_a_path.cu"])
+                                  "zz32_policy_redefined_by_vector_load.cu", "zz33_policy_undefined_on_a_path.cu",
+                                  "zz34_policy_read_inside_vector_operand.cu", "zz34_policy_label_in_two_scopes.cu",
+                                  "zz34_policy_unspaced_reg_shadow.cu", "zz34_percent_label_hides_definition.cu"])
 def test_hand_made_policy_words_fail_the_build(tmp_path, name):
     r = build((KERNELS / "bad" / name).read_text(), BuildConfig(cache_dir=str(tmp_path)))
     assert not r.ok and r.stage == "build" and "policy" in r.reason, r.reason

@@ -199,8 +199,7 @@ def statement_violations(ptx: str) -> list[str]:
     if _ENVREG.search(body):
         out.append("reads a driver register (%envreg): the launch's driver words are not the kernel's to read")
     # A register named like a parameter would make `[name]` a register-indexed read of the bank.
-    regs = {n.strip() for decl in re.findall(r"\.reg\s+(?:\.v\d\s+)?\.\w+\s+([^;]+);", body)
-            for n in decl.split(",")}
+    regs = {n for st in body.split(";") for n in _reg_names(_GUARD.sub("", st.strip()))}
     if clash := sorted(regs & set(sizes)):
         out.append(f"registers named like parameters ({', '.join(clash[:4])}): `[name]` would read the parameter "
                    "bank through a register")
@@ -214,8 +213,20 @@ def statement_violations(ptx: str) -> list[str]:
         out.append(problem)
     for fn in bodies:
         stmts = _statements(fn)
-        out += _param_uses(stmts, sizes, entry) + _policy_uses(stmts, fn)
+        out += _unreadable(stmts) + _param_uses(stmts, sizes, entry) + _policy_uses(stmts, fn)
     return out[:5]
+
+
+# A `.reg` declaration: ptxas takes `.reg.b64 x` and `.reg .b64 %r< 9 >` too; a pattern that asked
+# for a space after `.reg` left `.reg.b64 pol` undeclared to the path rule, which then took an
+# inner, never-written `pol` for the outer one a createpolicy wrote (review 32).
+_REG_DECL = re.compile(r"\.reg\b(?:\s*\.\w+)+\s+([^;{}]+)")
+
+
+def _reg_names(statement: str) -> list[str]:
+    """The names (`x` or a range `%r<9>`) a `.reg` statement declares; [] for any other statement."""
+    m = _REG_DECL.fullmatch(statement.strip())
+    return [n.strip() for n in m.group(1).split(",")] if m else []
 
 
 # A directive opening a statement (an instruction's `.global` is a state space, not one of these).
@@ -223,9 +234,10 @@ _DECL_IN_BODY = re.compile(r"(?:^|[;{}:])\s*(\.(?:entry|func|extern|visible|weak
 
 
 def _bodies(ptx: str) -> tuple[list[str], str]:
-    """The text inside each top-level pair of braces (every function body; an initializer's list
-    too, harmlessly), and what is wrong with the nesting or with a declaration inside a body: the
-    rules read the whole module, so a text they cannot split is refused, not skipped."""
+    """The text inside each top-level pair of braces but an initializer's (`= {37, 100, 0}`, which
+    holds no statements): every function body; and what is wrong with the nesting or with a
+    declaration inside a body: the rules read the whole module, so a text they cannot split is
+    refused, not skipped."""
     bodies, depth, start, problem = [], 0, 0, ""
     for m in re.finditer(r"[{}]", ptx):
         if m.group(0) == "{":
@@ -236,7 +248,7 @@ def _bodies(ptx: str) -> tuple[list[str], str]:
             depth -= 1
             if depth < 0:
                 return bodies, "unbalanced braces in the PTX: the parameter rule cannot find the functions"
-            if depth == 0:
+            if depth == 0 and not ptx[:start - 1].rstrip().endswith("="):
                 bodies.append(ptx[start:m.start()])
     if depth:
         return bodies, "unbalanced braces in the PTX: the parameter rule cannot find the functions"
@@ -248,7 +260,12 @@ def _bodies(ptx: str) -> tuple[list[str], str]:
 
 
 _NAME = re.compile(r"%?[A-Za-z_$][\w$]*")
-_GUARD = re.compile(r"^(?:[{}]\s*|[\w$]+:(?!:)\s*|@\s*!?\s*%?[\w$]+\s+)*")   # scope braces, labels, guards (ptxas allows `@ !q`)
+# A label is any PTX identifier (one may begin with `%`) and ptxas allows spaces before its colon
+# (nvcc writes `prototype_0 : .callprototype`): a pattern that knew only `[\w$]+:` read
+# `%L: ld...` as an opcode `%L:` and every rule looked past the instruction (review 32).
+_LABEL = r"(%?[\w$]+)\s*:(?!:)"
+_GUARD = re.compile(r"^(?:[{}]\s*|" + _LABEL + r"\s*|@\s*!?\s*%?[\w$]+\s+)*")   # scope braces, labels, guards (ptxas allows `@ !q`)
+_OPCODE = re.compile(r"[a-z][\w.:]*")
 
 
 def _statements(body: str) -> list[tuple[str, list[str], str]]:
@@ -263,6 +280,13 @@ def _statements(body: str) -> list[tuple[str, list[str], str]]:
         if op and not op.startswith("."):
             out.append((op, [a.strip() for a in rest.split(",")] if rest else [], st))
     return out
+
+
+def _unreadable(stmts) -> list[str]:
+    """Statements that do not begin with an opcode once labels and guards are gone: every rule reads
+    a statement's first word as its opcode, so a prefix they do not know hides the instruction."""
+    return [f"`{st[:80]}`: a statement the PTX rules cannot read (no opcode where one belongs)"
+            for op, _, st in stmts if not _OPCODE.fullmatch(op)]
 
 
 def _definitions(stmts) -> dict[str, list[tuple[str, list[str]]]]:
@@ -338,8 +362,9 @@ def _policy_uses(stmts, body: str) -> list[str]:
     return out
 
 
-_REG_DECL = re.compile(r"^\.reg\s+(?:\.v\d\s+)?\.\w+\s+(.+)$")
-_LABELS = re.compile(r"^(?:[\w$]+:(?!:)\s*)+")
+# A scope brace or a label before a statement (what `_unwritten_reads` peels off each `;` piece: a
+# brace inside a statement is a vector operand's, not a scope's).
+_LEAD = re.compile(r"\s*(?:([{}])|" + _LABEL + ")")
 
 
 def _unwritten_reads(body: str, known: set[str]) -> list[str]:
@@ -350,14 +375,18 @@ def _unwritten_reads(body: str, known: set[str]) -> list[str]:
     guard, one a branch jumps over, or one after the read, is its register's only definition, and
     ptxas fills the unwritten register with whatever it likes (review 31, bad/zz33_policy_undefined_
     on_a_path: desc[UR4] = {a thread's word, c[0x0][0x28]} on sm_90a). The paths follow the text,
-    `bra` to its label (an unknown label, or `brx`, to every label) and stop at `ret`/`exit`/`trap`."""
+    `bra` to its label (an unknown label, or `brx`, to every label; a name that labels several
+    statements, one per scope, to each of them) and stop at `ret`/`exit`/`trap`.
+    Review 32: the function was once split at every brace, so a vector operand (`{%r1, %r2}`) cut
+    its access in pieces and its policy read went unseen; and a label name kept only its last
+    position, so a `bra` over a createpolicy seemed to land at another scope's label of that name."""
     if not known:
         return []
     scopes: list[list[tuple[str, int, int]]] = [[]]   # per open scope: (name or range prefix, count or -1, id)
     decl_ids = iter(range(1, 1 << 30))
     writes: dict[tuple[int, str], list[int]] = {}     # (declaration, name) -> positions of unguarded policy writes
     reads: list[tuple[int, str, int, str]] = []       # (position, name, declaration, statement)
-    labels: dict[str, int] = {}
+    labels: dict[str, list[int]] = {}
     jumps: dict[int, tuple[str, bool]] = {}          # position -> (target label, "" for brx; falls through)
     pos = 0
 
@@ -368,27 +397,23 @@ def _unwritten_reads(body: str, known: set[str]) -> list[str]:
                                                   and int(name[len(n):]) < count):
                     return ident
         return 0
-    for piece in re.split(r"([{};])", body):
-        if piece == "{":
-            scopes.append([])
-            continue
-        if piece == "}":
-            if len(scopes) > 1:
-                scopes.pop()
-            continue
-        if piece == ";":
-            continue
+    for piece in body.split(";"):
         text = " ".join(piece.split())
-        if m := _LABELS.match(text):
-            for lab in re.findall(r"([\w$]+):", m.group(0)):
-                labels[lab] = pos + 1
+        while m := _LEAD.match(text):
+            if m.group(1) == "{":
+                scopes.append([])
+            elif m.group(1) == "}":
+                if len(scopes) > 1:
+                    scopes.pop()
+            else:
+                labels.setdefault(m.group(2), []).append(pos + 1)
             text = text[m.end():]
+        text = text.strip()
         if not text:
             continue
-        if m := _REG_DECL.match(text):
-            for d in m.group(1).split(","):
-                d = d.strip()
-                r = re.fullmatch(r"(%?[\w$]+)<(\d+)>", d)
+        if names := _reg_names(text):
+            for d in names:
+                r = re.fullmatch(r"(%?[\w$]+)\s*<\s*(\d+)\s*>", d)
                 scopes[-1].append((r.group(1), int(r.group(2)), next(decl_ids)) if r else (d, -1, next(decl_ids)))
             continue
         if text.startswith("."):
@@ -410,13 +435,13 @@ def _unwritten_reads(body: str, known: set[str]) -> list[str]:
         if args and args[0] in known and not guarded and (
                 op.startswith(_POLICY_MAKERS) or op.startswith("mov.")):
             writes.setdefault((resolve(args[0]), args[0]), []).append(pos)
-    every = sorted(set(labels.values()))
+    every = sorted({p for ps in labels.values() for p in ps})
 
     def next_of(p: int) -> list[int]:
         if p not in jumps:
             return [p + 1]
         lab, falls = jumps[p]
-        to = [] if lab == "-" else every if not lab else [labels[lab]] if lab in labels else every
+        to = [] if lab == "-" else labels.get(lab, every) if lab else every
         return to + ([p + 1] if falls else [])
 
     def avoids(at: int, w: int) -> bool:   # some path from the entry reaches `at` without passing `w`
