@@ -335,6 +335,16 @@ class Sm90Raw(Family):
     # more than its balance saved (at 4096^3 and 2048x8192x8192 ~20 us, which 5.5 TB/s of L2 put at 9);
     # what is not traffic is the two k slices in flight instead of one, and the segment boundaries.
     L2_TBPS = 2.2
+    # What every CTA loads through TMA together (A once per tile column, B once per tile row or
+    # cluster of them): 4096^3 at 128x256 tiles loaded 1.5 GB in 179.6 us while compute-bound, so
+    # the L2 gives at least 8.6 TB/s; a floor that stops narrow tiles at a thin, memory-bound shape
+    # (128x4096x14336: 64x64 tiles re-read 470 MB for 117 MB of B) ranking with the HBM floor alone.
+    L2_LOAD_TBPS = 8.6
+
+    @staticmethod
+    def _loaded_bytes(d: dict[str, Any], p: Problem, CL: int) -> int:
+        """Bytes all CTAs load through TMA: A once per tile column, B once per cluster of tile rows."""
+        return 2 * p.K * (d["TILES_N"] * p.M + cdiv(d["TILES_M"], CL) * p.N)
 
     def prior(self, params: Params, p: Problem, lim: Limits) -> float:
         d = self.context(params, p)
@@ -354,7 +364,7 @@ class Sm90Raw(Family):
             else:
                 segments = cdiv(d["UNITS"], d["WORKERS"])
             t = d["PER_CTA_KTILES"] * ktile_s + segments * 2 * epi
-            t = max(t, p.min_bytes / dram) + self.LAUNCH_S
+            t = max(t, p.min_bytes / dram, self._loaded_bytes(d, p, CL) / (self.L2_LOAD_TBPS * 1e12)) + self.LAUNCH_S
             t += (2 * d["WS_BYTES"] + 2 * p.M * p.N) / (self.DRAM_TBPS * 1e12) + self.LAUNCH_S
             return p.flops / t / 1e12
         if d["FIXUP"]:
@@ -362,12 +372,17 @@ class Sm90Raw(Family):
             # per item, and the fix-up: one fp32 partial tile written by every CTA at once, then the
             # owner reads the other segments' one after another, at its share of L2; plus the
             # launch that clears the flags
+            # (the fix-up and the flag-clearing launch come after the streaming, not beside it: a
+            # memory-bound shape pays them on top, as 128x4096x14336 did: 0.92 of the vendor against
+            # 1.06 for split-K, results/generate_mid_h100_2026-11-24.log)
             fix = BM * BN * 4 * (d["GRID"] + (d["SEGMENTS"] - 1) * lim.sm_count) / (self.L2_TBPS * 1e12)
-            t = d["PER_CTA_KTILES"] * ktile_s + (d["DP_ITEMS"] // d["WORKERS"] + 1) * epi + fix + self.LAUNCH_S
+            t = d["PER_CTA_KTILES"] * ktile_s + (d["DP_ITEMS"] // d["WORKERS"] + 1) * epi
+            after = fix + self.LAUNCH_S
         else:
             tile_s = 2 * BM * BN * d["KTILES"] * BK / (self.SM_TFLOPS * 1e12 * eff) + epi
             t = cdiv(d["ITEMS"], d["GRID"] // CL) * tile_s
-        t = max(t, p.min_bytes / dram) + self.LAUNCH_S
+            after = 0.0
+        t = max(t, p.min_bytes / dram, self._loaded_bytes(d, p, CL) / (self.L2_LOAD_TBPS * 1e12)) + after + self.LAUNCH_S
         if params["GROUP_M"] == 1 and d["ORDER"] == "grouped" and d["TILES_M"] > 1 and d["TILES"] > d["GRID"]:
             t *= 1.03                                         # no L2 grouping on a multi-wave grid
         if d["ORDER"] == "hilbert":
