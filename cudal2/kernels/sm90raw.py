@@ -335,16 +335,13 @@ class Sm90Raw(Family):
     # more than its balance saved (at 4096^3 and 2048x8192x8192 ~20 us, which 5.5 TB/s of L2 put at 9);
     # what is not traffic is the two k slices in flight instead of one, and the segment boundaries.
     L2_TBPS = 2.2
-    # What every CTA loads through TMA together (A once per tile column, B once per tile row or
-    # cluster of them): 4096^3 at 128x256 tiles loaded 1.5 GB in 179.6 us while compute-bound, so
-    # the L2 gives at least 8.6 TB/s; a floor that stops narrow tiles at a thin, memory-bound shape
-    # (128x4096x14336: 64x64 tiles re-read 470 MB for 117 MB of B) ranking with the HBM floor alone.
-    L2_LOAD_TBPS = 8.6
-
-    @staticmethod
-    def _loaded_bytes(d: dict[str, Any], p: Problem, CL: int) -> int:
-        """Bytes all CTAs load through TMA: A once per tile column, B once per cluster of tile rows."""
-        return 2 * p.K * (d["TILES_N"] * p.M + cdiv(d["TILES_M"], CL) * p.N)
+    # A CTA keeps at most STAGES k tiles in flight, so (Little's law) it takes at least
+    # LOAD_LATENCY_S / STAGES per k tile, whatever the tile's size. Calibrated on the H100 at M = 128
+    # (results/sm90raw_mid*_h100_2026-11-24.log, results/generate_mid_h100_2026-11-24.log): 64x64
+    # tiles at 4 stages ran at ~0.4 us a k tile, 0.65-0.8 of the vendor, where the HBM floor alone
+    # ranked them first; at 4096^3 a 3-stage 128x256 tile stays compute-bound, so the latency is
+    # under ~2 us.
+    LOAD_LATENCY_S = 1.5e-6
 
     def prior(self, params: Params, p: Problem, lim: Limits) -> float:
         d = self.context(params, p)
@@ -364,7 +361,7 @@ class Sm90Raw(Family):
             else:
                 segments = cdiv(d["UNITS"], d["WORKERS"])
             t = d["PER_CTA_KTILES"] * ktile_s + segments * 2 * epi
-            t = max(t, p.min_bytes / dram, self._loaded_bytes(d, p, CL) / (self.L2_LOAD_TBPS * 1e12)) + self.LAUNCH_S
+            t = max(t, p.min_bytes / dram, d["PER_CTA_KTILES"] * self.LOAD_LATENCY_S / STAGES) + self.LAUNCH_S
             t += (2 * d["WS_BYTES"] + 2 * p.M * p.N) / (self.DRAM_TBPS * 1e12) + self.LAUNCH_S
             return p.flops / t / 1e12
         if d["FIXUP"]:
@@ -382,7 +379,7 @@ class Sm90Raw(Family):
             tile_s = 2 * BM * BN * d["KTILES"] * BK / (self.SM_TFLOPS * 1e12 * eff) + epi
             t = cdiv(d["ITEMS"], d["GRID"] // CL) * tile_s
             after = 0.0
-        t = max(t, p.min_bytes / dram, self._loaded_bytes(d, p, CL) / (self.L2_LOAD_TBPS * 1e12)) + after + self.LAUNCH_S
+        t = max(t, p.min_bytes / dram, d["PER_CTA_KTILES"] * self.LOAD_LATENCY_S / STAGES) + after + self.LAUNCH_S
         if params["GROUP_M"] == 1 and d["ORDER"] == "grouped" and d["TILES_M"] > 1 and d["TILES"] > d["GRID"]:
             t *= 1.03                                         # no L2 grouping on a multi-wave grid
         if d["ORDER"] == "hilbert":
