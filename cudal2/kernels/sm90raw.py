@@ -48,7 +48,9 @@ ORDER="hilbert" walks the items along a generalized Hilbert curve over the item 
 rectangle), computed in the kernel by descending to the part that holds an item (contract v2
 refuses module constant data, so the walk cannot be a table).
 
-Not covered yet (issue 12 lists them): clusters along N (A multicast), 128 x N ping-pong
+Not covered yet (issue 12 lists them): clusters along N (A multicast; at M = 128, 64-row tiles in
+B-sharing clusters, which re-read A as little, ran no faster than 128-row tiles: the H100 check
+results/sm90raw_mid2_h100_2026-11-24.log), 128 x N ping-pong
 consumers, a TMA-store (or reduce-scatter in the cluster) epilogue for the partials.
 
 Guarantees: `invalid` rejects, with a reason, every point the template cannot build or run for
