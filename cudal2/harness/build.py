@@ -7,7 +7,8 @@ Guarantees:
   `ptxas` to a cubin: no host pass, no `-rdc`); its spec must validate and its cubin must pass
   `cubin.violations` (no writable globals, no unresolved symbols, every spec kernel an entry),
   and its machine code `constbank.violations` (constant reads only of its parameters and the
-  driver words ptxas reads for special registers);
+  driver words ptxas reads for special registers; `paramflow` and `sassdesc` on the same listing:
+  every memory descriptor the driver's or a createpolicy word on every path);
   the cubin is built from canonical PTX, so its bytes, and `device_sha256`, are the same for the
   same source, flags and toolkit in any folder on any machine;
 - the cache key is a hash of the source, the flags, the archs, the nvcc version, the
@@ -39,7 +40,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from cudal2.config import BuildConfig
-from cudal2.harness import constbank, cubin, launch, paramflow, policy
+from cudal2.harness import constbank, cubin, launch, paramflow, policy, sassdesc
 
 
 @dataclass
@@ -128,7 +129,7 @@ def rules_version() -> str:
     only under the rules that reached it (a rule added later must see old sources again)."""
     from cudal2.sass import cubin as sass_cubin, disasm, tools
     h = hashlib.sha256()
-    for mod in (policy, launch, cubin, constbank, paramflow, sass_cubin, disasm, tools):
+    for mod in (policy, launch, cubin, constbank, paramflow, sassdesc, sass_cubin, disasm, tools):
         h.update(Path(mod.__file__).read_bytes())
     try:   # the disassembler reads the machine code the rule judges
         h.update(tools.version("nvdisasm").encode())

@@ -27,7 +27,8 @@ Guarantees:
 
 `violations` disassembles the cubin once (`cudal2.sass.disasm`) and also runs `paramflow.check`
 on that listing, which follows the one allowed word that is an address (0x198, the parameter
-bank's generic address) to its uses.
+bank's generic address) to its uses, and `sassdesc.check`, which asks that every global memory
+access's descriptor (`desc[URx]`) be the driver's (0x208) or a createpolicy word on every path.
 
 Does not: follow what any other value read from an allowed word is used for.
 """
@@ -37,7 +38,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from cudal2.harness import paramflow
+from cudal2.harness import paramflow, sassdesc
 from cudal2.sass import disasm, tools
 from cudal2.sass.cubin import Cubin, CubinError
 from cudal2.sass.disasm import Listing
@@ -193,4 +194,4 @@ def violations(path: str | Path) -> list[str]:
         listings = disasm.disassemble(data)
     except (tools.ToolMissing, tools.ToolFailed, disasm.DisasmError, CubinError, OSError) as e:
         return [f"the machine code could not be checked ({str(e).splitlines()[0][:300]})"]
-    return check(listings, params) + paramflow.check(listings)
+    return check(listings, params) + paramflow.check(listings) + sassdesc.check(listings)
