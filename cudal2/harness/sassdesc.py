@@ -42,7 +42,13 @@ Does not:
   a createpolicy word but from different ones is judged by the templates' union of fields (the
   encodings share their layout), never passed for a mix of a driver half and a policy half;
 - say anything about what the allowed policies do to L2 (evict_last can still keep lines);
-- see through spills: a descriptor kept in local memory and loaded back is unknown (refused).
+- see through spills: a descriptor kept in local memory and loaded back is unknown (refused);
+- accept a descriptor that shares a register pair with something else: with a cache_hint policy
+  and a uniform shared address, ptxas writes `LDGSTS.E.BYPASS.128 [UR6+0x200], desc[UR7][R2.64]`
+  (the table reads UR6 and UR7 only: UR6 holds the address), which is refused, since whether the
+  hardware reads UR7 alone or UR7:UR8 is not measured here; no honest cubin of the survey has it;
+- judge anything but the pair named in `desc[...]`: a TMA instruction's descriptor address and
+  other operands are `paramflow`'s.
 """
 
 from __future__ import annotations
