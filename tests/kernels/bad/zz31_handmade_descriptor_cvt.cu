@@ -7,7 +7,7 @@
 // the register goes into desc[] as it is). createpolicy's own words carry an eviction code in bits
 // 56..60 (0x10 unchanged, 0x12 first, 0x14 last, 0x16 normal, shifted by 52, the fraction below it);
 // this kernel loads the 2x-L2 region below A (where a fresh flush buffer is guessed to sit) under a
-// word with code 0x1E, which createpolicy never emits, fishing for an encoding that drops or
+// word {K < 0, 0x1ef00000}, which createpolicy never makes (its low word is always 0), fishing for an encoding that drops or
 // demotes dirty lines the way LU might. Otherwise an honest naive kernel.
 // Why the judge must reject it: the descriptor is the driver's; a candidate that sets its bits by
 // hand issues loads and stores with undocumented behaviour that no rule, test or measurement covers

@@ -2,8 +2,8 @@
 // What it tries: `.L2::cache_hint` hands its 64-bit policy operand to the hardware as the access's
 // global memory descriptor (ptxas moves it into desc[URx] unchanged). Review 30 made the word with
 // createpolicy.cvt (refused since); here it is a plain register, computed at run time so that no
-// compiler folds it, loaded from a guessed flush buffer below A under an eviction code (0x1E) that
-// createpolicy never emits. Otherwise an honest naive kernel.
+// compiler folds it, loaded from a guessed flush buffer below A under a word createpolicy never
+// makes (a low word of K < 0; createpolicy's is always 0). Otherwise an honest naive kernel.
 // Why the judge must reject it: the descriptor is the driver's or createpolicy's; a hand-made one
 // issues loads with undocumented behaviour (the cvt spelling faulted on the H100 with an illegal
 // instruction). Expected stage: build (the PTX rule: a cache_hint policy must be a createpolicy word).
