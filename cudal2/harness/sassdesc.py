@@ -4,10 +4,9 @@ On sm_90 every global memory instruction names a memory descriptor, `desc[URx]`:
 uniform register pair URx:URx+1. The driver's descriptor sits at c[0x0][0x208] (honest code
 loads it with `ULDC.64 URx, c[0x0][0x208]`); a `.L2::cache_hint` access takes its policy word
 from PTX as the descriptor (ptxas moves it in unchanged). A hand-made word changes how L2 treats
-the lines (bad/zz31: a word whose low half createpolicy never sets; the judge's L2 flush could be
-defeated), and the PTX
-rules that ask for a createpolicy word (`cubin._policy_uses`) were got past five times by
-spellings. This is a second layer that reads what ptxas emitted instead.
+the lines (bad/zz31: a word whose low half createpolicy never sets; the judge's L2 flush could
+be defeated), and the PTX rules that ask for a createpolicy word (`cubin._policy_uses`) were got
+past five times by spellings. This is a second layer that reads what ptxas emitted instead.
 
 Guarantees: `check(listings)` (and `violations(data)`, which disassembles first) refuses, one
 line naming the instruction, every instruction with a `desc[URx]` operand (LDG, STG, LD, ST,
