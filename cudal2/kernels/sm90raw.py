@@ -355,6 +355,8 @@ class Sm90Raw(Family):
         epi = BM * BN * self.EPI_S_PER_ELEM * (0.2 if params["EPI"] == "tma" else 1.0)
         dram = self.DRAM_TBPS * 1e12 * min(1.0, d["GRID"] / self.DRAM_CTAS)
         ktile_s = 2 * BM * BN * BK / (self.SM_TFLOPS * 1e12 * eff)     # one k tile of one output tile
+        # no run beats reading the operands once from HBM, nor its busiest CTA's k tiles in flight
+        floor = max(p.min_bytes / dram, d["PER_CTA_KTILES"] * self.LOAD_LATENCY_S / STAGES)
         if d["WS"]:
             # split-K / stream-K: the busiest CTA's k tiles, an fp32 epilogue (twice the bytes) per
             # unit or segment, then the partials' round trip and the reduction's own launch
@@ -363,7 +365,7 @@ class Sm90Raw(Family):
             else:
                 segments = cdiv(d["UNITS"], d["WORKERS"])
             t = d["PER_CTA_KTILES"] * ktile_s + segments * 2 * epi
-            t = max(t, p.min_bytes / dram, d["PER_CTA_KTILES"] * self.LOAD_LATENCY_S / STAGES) + self.LAUNCH_S
+            t = max(t, floor) + self.LAUNCH_S
             t += (2 * d["WS_BYTES"] + 2 * p.M * p.N) / (self.DRAM_TBPS * 1e12) + self.LAUNCH_S
             return p.flops / t / 1e12
         if d["FIXUP"]:
@@ -381,7 +383,7 @@ class Sm90Raw(Family):
             tile_s = 2 * BM * BN * d["KTILES"] * BK / (self.SM_TFLOPS * 1e12 * eff) + epi
             t = cdiv(d["ITEMS"], d["GRID"] // CL) * tile_s
             after = 0.0
-        t = max(t, p.min_bytes / dram, d["PER_CTA_KTILES"] * self.LOAD_LATENCY_S / STAGES) + after + self.LAUNCH_S
+        t = max(t, floor) + after + self.LAUNCH_S
         if params["GROUP_M"] == 1 and d["ORDER"] == "grouped" and d["TILES_M"] > 1 and d["TILES"] > d["GRID"]:
             t *= 1.03                                         # no L2 grouping on a multi-wave grid
         if d["ORDER"] == "hilbert":
