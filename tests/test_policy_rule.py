@@ -40,6 +40,9 @@ def test_policy_words_createpolicy_or_cute_makes_pass(make):
     "mov.b64 %rd5, {%r3, %r4};",                                                     # packed from halves
     "ld.param.u64 %rd5, [k_param_0];",                                               # a launch parameter
     "mov.b64 %rd5, 010;",                                                            # octal: was a ValueError
+    # review 34: a `.func` with two `.reg` returns writes the second name of `call (a, b)` too
+    "createpolicy.fractional.L2::evict_last.b64 %rd5, 1.0;\ncall (%r3, %rd5), f, (%rd3);",
+    "createpolicy.fractional.L2::evict_last.b64 %rd5, 1.0;\ncall.uni (%r3, %r4, %rd5), f, (%rd3);",
 ])
 def test_any_other_policy_word_is_refused(make):
     assert rule(make + "\n" + LOAD), make

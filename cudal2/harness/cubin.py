@@ -292,14 +292,18 @@ def _unreadable(stmts) -> list[str]:
 def _definitions(stmts) -> dict[str, list[tuple[str, list[str]]]]:
     """name -> the statements that write it: the first operand unless it is an address, all of a
     vector's `{a, b, ...}` destination (an earlier version read only its first name, so a vector
-    load's other names kept the class of their other definitions), and both sides of `a|p`."""
+    load's other names kept the class of their other definitions), every name of a `call`'s
+    return list `(a, b, ...)` (a `.func` with several `.reg` returns writes each of them; review 34:
+    only the first was read, so `call (t, pol), f, (x)` redefined a createpolicy `pol` unseen), and
+    both sides of `a|p`."""
     defs: dict[str, list[tuple[str, list[str]]]] = {}
     for op, args, _ in stmts:
         if not args or args[0].startswith("["):
             continue
         dest = args[:1]
-        if args[0].startswith("{"):
-            end = next((i for i, a in enumerate(args) if a.endswith("}")), len(args) - 1)
+        if args[0].startswith(("{", "(")):
+            close = "}" if args[0].startswith("{") else ")"
+            end = next((i for i, a in enumerate(args) if a.endswith(close)), len(args) - 1)
             dest = args[:end + 1]
         for name in _NAME.findall(" ".join(dest)):
             defs.setdefault(name, []).append((op, args))
