@@ -179,3 +179,14 @@ def test_a_call_forgets_what_its_callee_writes():
 
 def test_an_indirect_branch_is_refused_when_a_descriptor_is_used():
     assert check("ULDC.64 UR4, c[0x0][0x208]\nBRX R2 -0xc0\nLDG.E R0, desc[UR4][R2.64]\nEXIT")
+
+
+def test_a_descriptor_sharing_registers_with_a_uniform_address_is_refused():
+    # (sm_90a, nvcc 13.0: cp.async.ca with a cache_hint policy and a uniform shared address; the
+    # pair UR5:UR6 below would pass on its own: a zero low word, a createpolicy high word)
+    words = "UMOV UR5, URZ\nUMOV UR6, 0x14f00000\nUMOV UR4, 0x400\n"
+    assert check(words + "LDG.E R0, desc[UR5][R2.64]\nEXIT") == []
+    for use in ("LDGSTS.E.128 [UR4], desc[UR5][R2.64]", "LDGSTS.E.BYPASS.128 [UR4+0x200], desc[UR5][R2.64]",
+                "LDGSTS.E.128 [UR6], desc[UR5][R2.64]"):
+        assert check(words + use + "\nEXIT"), use
+    assert check(words + "LDGSTS.E.128 [UR40], desc[UR5][R2.64]\nEXIT") == []   # another register

@@ -45,8 +45,11 @@ Does not:
 - see through spills: a descriptor kept in local memory and loaded back is unknown (refused);
 - accept a descriptor that shares a register pair with something else: with a cache_hint policy
   and a uniform shared address, ptxas writes `LDGSTS.E.BYPASS.128 [UR6+0x200], desc[UR7][R2.64]`
-  (the table reads UR6 and UR7 only: UR6 holds the address), which is refused, since whether the
-  hardware reads UR7 alone or UR7:UR8 is not measured here; no honest cubin of the survey has it;
+  (the table reads UR6 and UR7 only: UR6 holds the address; ptxas moves the address over the
+  policy's low word), which is refused whatever the registers hold (review 34: it was refused only
+  because UR7 held a policy's high word where a low word of 0 was asked), since whether the
+  hardware reads UR7 alone, UR6:UR7 or UR7:UR8 is not measured here; no honest cubin of the survey
+  has it;
 - judge anything but the pair named in `desc[...]`: a TMA instruction's descriptor address and
   other operands are `paramflow`'s.
 """
@@ -427,6 +430,16 @@ def check(listings: dict[str, Listing]) -> list[str]:
                 continue   # never reached from any entry
             regs = _view(state[(name, k)], _literal(ins))
             lo, hi = f"UR{m.group(2)}", f"UR{int(m.group(2)) + 1}"
+            n = int(m.group(2))
+            rest = ins.text[:m.start()] + ins.text[m.end():]
+            if shared := [f"UR{r}" for r in (n - 1, n, n + 1) if re.search(rf"(?<![\w.])UR{r}(?!\d)", rest)]:
+                # `LDGSTS [UR4], desc[UR5][R2.64]`: ptxas overwrites the policy's low word with the
+                # address, so which registers the hardware takes as the descriptor is not known here;
+                # any other operand naming the pair or the register below it is refused the same way
+                bad.append(f"`{ins.text}` in {name} at {ins.offset:#06x}: its memory descriptor {lo}:{hi} shares "
+                           f"registers with another operand ({', '.join(shared)}): the descriptor check cannot tell "
+                           "which words the hardware reads")
+                continue
             a, b = regs.get(lo), regs.get(hi)
             if (a, b) == (DLO, DHI) or _is_policy(b, a):
                 continue
