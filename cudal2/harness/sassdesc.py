@@ -42,6 +42,10 @@ Does not:
   a createpolicy word but from different ones is judged by the templates' union of fields (the
   encodings share their layout), never passed for a mix of a driver half and a policy half;
 - say anything about what the allowed policies do to L2 (evict_last can still keep lines);
+- pin the fields inside a template: the range template takes an exponent field (bits 23..20) of
+  14 or 15, which createpolicy.range never makes (ptxas clamps it to 13; review 34). Pinning it
+  would need value ranges through the F2I/VIADDMNMX chains of run-time sizes; such a word still
+  needs a way past the PTX rule's createpolicy-only definitions first;
 - see through spills: a descriptor kept in local memory and loaded back is unknown (refused);
 - accept a descriptor that shares a register pair with something else: with a cache_hint policy
   and a uniform shared address, ptxas writes `LDGSTS.E.BYPASS.128 [UR6+0x200], desc[UR7][R2.64]`
