@@ -6,6 +6,7 @@ import pytest
 from cudal2.config import BuildConfig
 from cudal2.harness import constbank, cubin
 from cudal2.harness.build import build
+from cudal2.sass import tools
 
 from .conftest import KERNELS
 from .listings import listing
@@ -93,8 +94,8 @@ def test_the_machine_code_rule_stands_without_the_ptx_rules(tmp_path, monkeypatc
 
 def test_without_nvdisasm_the_build_fails_closed(tmp_path, monkeypatch):
     def missing(name, args, timeout=60.0):
-        raise constbank.tools.ToolMissing("nvdisasm not found")
-    monkeypatch.setattr(constbank.tools, "run", missing)
+        raise tools.ToolMissing("nvdisasm not found")
+    monkeypatch.setattr(tools, "run", missing)
     r = build((KERNELS / "good" / "naive_v2.cu").read_text(), BuildConfig(cache_dir=str(tmp_path)))
     assert not r.ok and "could not be checked" in r.reason
 

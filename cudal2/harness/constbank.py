@@ -39,8 +39,8 @@ import re
 from pathlib import Path
 
 from cudal2.harness import paramflow, sassdesc
-from cudal2.sass import disasm, tools
-from cudal2.sass.cubin import Cubin, CubinError
+from cudal2.sass import disasm
+from cudal2.sass.cubin import Cubin
 from cudal2.sass.disasm import Listing
 
 PARAM_BASE = 0x210
@@ -192,6 +192,6 @@ def violations(path: str | Path) -> list[str]:
         data = Path(path).read_bytes()
         params = param_sizes(data)
         listings = disasm.disassemble(data)
-    except (tools.ToolMissing, tools.ToolFailed, disasm.DisasmError, CubinError, OSError) as e:
+    except disasm.UNREADABLE as e:
         return [f"the machine code could not be checked ({str(e).splitlines()[0][:300]})"]
     return check(listings, params) + paramflow.check(listings) + sassdesc.check(listings)

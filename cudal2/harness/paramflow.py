@@ -76,8 +76,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from cudal2.sass import disasm, tools
-from cudal2.sass.cubin import CubinError
+from cudal2.sass import disasm
 from cudal2.sass.disasm import Instr, Listing
 
 PARAM_ADDRESS = range(0x198, 0x1A0)
@@ -105,12 +104,6 @@ _TARGET = re.compile(r"`\(([^)]+)\)")
 _BRACKET = re.compile(r"\[[^\]]*\]")
 _NAMED = re.compile(r"(?<![\w.])(U?R\d+|U?P\d)(?![\w])")
 _TRACKED = re.compile(r"(U?[RP])(\d+)")
-# `PR` / `UPR` name the whole predicate file (`P2R R3, PR, RZ, 0x8`, `R2P PR, R2, 0x7f`): nvdisasm's
-# life-range table marks none of P0-P6 for them (seen with 13.2: `P2R R3, PR, RZ, 0x8` reads
-# nothing in the table), and the mask that picks the predicates is not read here, so every one of
-# them is taken as read and as maybe written, never as surely written.
-_FILE = {"P": frozenset(f"P{n}" for n in range(7)), "UP": frozenset(f"UP{n}" for n in range(7))}
-_FILE_OPERAND = re.compile(r"(U?P)R(?:\.\w+)*")
 
 
 def _named(text: str) -> set[str]:
@@ -146,8 +139,8 @@ class _Step:
 def _step(ins: Instr, section: str) -> _Step:
     cond = ins.pred.lstrip("@") if ins.pred not in ("", "@PT", "@UPT") else None
     guard = _pred(cond) if cond and _pred(cond) not in ("PT", "UPT") else None
-    file = frozenset().union(*(_FILE[m.group(1)] for o in ins.operands if (m := _FILE_OPERAND.fullmatch(o))))
-    unexplained = frozenset(ins.unexplained()) | file
+    # (`PR` / `UPR` operands: the whole predicate file, read and maybe written, never surely)
+    unexplained = frozenset(ins.unexplained()) | ins.predicate_file()
     offs = [int(o, 16) for o in _CONST.findall(ins.text)]
     # (a call's writes in the table are what the callee may clobber: its own instructions write
     # them, on the path the graph follows into it; the call itself overwrites nothing)
@@ -431,6 +424,6 @@ def violations(data: bytes) -> list[str]:
     disagrees with its bytes, is refused."""
     try:
         listings = disasm.disassemble(data)
-    except (tools.ToolMissing, tools.ToolFailed, disasm.DisasmError, CubinError, OSError) as e:
+    except disasm.UNREADABLE as e:
         return [f"the machine code's register use could not be read ({str(e).splitlines()[0][:300]})"]
     return check(listings)

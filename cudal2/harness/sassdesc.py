@@ -63,8 +63,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from cudal2.sass import disasm, tools
-from cudal2.sass.cubin import CubinError
+from cudal2.sass import disasm
 from cudal2.sass.disasm import Instr, Listing
 
 DRIVER_DESC = 0x208
@@ -279,16 +278,11 @@ def _successors(fn: _Fn, k: int, entries: dict[str, tuple[str, int]]) -> tuple[l
     return nxt, None, ""
 
 
-_FILE = {"P": frozenset(f"P{n}" for n in range(7)), "UP": frozenset(f"UP{n}" for n in range(7))}
-_FILE_OPERAND = re.compile(r"(U?P)R(?:\.\w+)*")
-
-
 def _writes(ins: Instr) -> frozenset[str]:
     """What the instruction may write: the life-range table's writes, every register the text
     names that the table does not mark (taken as maybe written), and the whole predicate file
     where an operand is `PR`/`UPR` (the table marks none of it)."""
-    file = frozenset().union(*(_FILE[m.group(1)] for o in ins.operands if (m := _FILE_OPERAND.fullmatch(o))))
-    return frozenset(ins.writes | ins.unexplained() | file)
+    return frozenset(ins.writes | ins.unexplained() | ins.predicate_file())
 
 
 # The state at an instruction: register -> (u, lit, c): the register holds a value of `u` on
@@ -464,6 +458,6 @@ def violations(data: bytes) -> list[str]:
     """`check` on the cubin's disassembly; a cubin that cannot be disassembled is refused."""
     try:
         listings = disasm.disassemble(data)
-    except (tools.ToolMissing, tools.ToolFailed, disasm.DisasmError, CubinError, OSError) as e:
+    except disasm.UNREADABLE as e:
         return [f"the memory descriptors could not be checked ({str(e).splitlines()[0][:300]})"]
     return check(listings)

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cudal2.sass import tools
-from cudal2.sass.cubin import WORD, Cubin
+from cudal2.sass.cubin import WORD, Cubin, CubinError
 
 NO_BARRIER = 7
 
@@ -114,6 +114,13 @@ class Instr:
     def unexplained(self) -> set[str]:
         return self.named - self.reads - self.writes
 
+    def predicate_file(self) -> frozenset[str]:
+        """The predicates an operand `PR` / `UPR` names as a whole file (`P2R R3, PR, RZ, 0x8`,
+        `R2P PR, R2, 0x7f`): nvdisasm's life-range table marks none of P0-P6 for them (seen with
+        13.2), and the mask that picks them is not read here, so a rule takes all seven as read and
+        as maybe written, never as surely written."""
+        return frozenset().union(*(_FILE[m.group(1)] for o in self.operands if (m := _FILE_OPERAND.fullmatch(o))))
+
     def __str__(self) -> str:
         return f"/*{self.offset:04x}*/ {self.text}"
 
@@ -161,12 +168,18 @@ _HI = re.compile(r"^\s+/\* (0x[0-9a-f]{16}) \*/")
 _LABEL = re.compile(r"^([.$\w]+):")     # `.L_x_3:`, a function's name, a subroutine's (`$k$f:`, a call's target)
 _TARGET = re.compile(r"`\((\.L\w+)\)")
 _PREFIX = {"GPR": "R", "PRED": "P", "UGPR": "UR", "UPRED": "UP"}
+_FILE = {"P": frozenset(f"P{n}" for n in range(7)), "UP": frozenset(f"UP{n}" for n in range(7))}
+_FILE_OPERAND = re.compile(r"(U?P)R(?:\.\w+)*")
 CONTROL_FLOW = {"BRA", "BRX", "BRXU", "JMP", "JMX", "JMXU", "CALL", "RET", "EXIT", "BREAK", "KILL", "BPT", "RTT"}
 UNCONDITIONAL_END = {"BRA", "BRX", "BRXU", "JMP", "JMX", "JMXU", "RET", "EXIT", "KILL", "RTT"}
 
 
 class DisasmError(RuntimeError):
     """nvdisasm said something this parser does not understand, or disagrees with the cubin."""
+
+
+# What a rule reading the machine code meets when a cubin cannot be listed: it refuses the cubin.
+UNREADABLE = (tools.ToolMissing, tools.ToolFailed, DisasmError, CubinError, OSError)
 
 
 def _next(reg: str) -> str:
