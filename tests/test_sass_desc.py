@@ -2,7 +2,6 @@
 names holds the driver's descriptor (c[0x0][0x208]) or a createpolicy word on every path
 (`cudal2.harness.sassdesc`). One property per test."""
 
-import re
 import shutil
 import subprocess
 
@@ -13,9 +12,9 @@ from cudal2.harness import sassdesc
 from cudal2.harness.build import v2_commands
 from cudal2.harness.cubin import canonical_ptx
 from cudal2.sass import tools
-from cudal2.sass.disasm import Instr, Listing, _split_operands
 
 from .conftest import KERNELS
+from .listings import listing
 
 ROOT = KERNELS.parent.parent
 needs_nvdisasm = pytest.mark.skipif(tools.find("nvdisasm") is None, reason="nvdisasm missing (pip install "
@@ -39,35 +38,8 @@ def cubin_without_ptx_rules(source: str, tmp_path) -> bytes:
     return (tmp_path / "kernel.cubin").read_bytes()
 
 
-_REG = re.compile(r"(?<![\w.])(U?R\d+|U?P\d)(?![\w])")
-
-
-def listing(text: str) -> dict[str, Listing]:
-    """A hand-written listing: one instruction or `label:` a line; an instruction writes the
-    registers of its first operand (a predicate written beside a register too), and with `.64` in
-    its opcode the next one as well, and reads the rest."""
-    instrs, pending = [], []
-    for line in (x.strip() for x in text.strip().splitlines()):
-        if line.endswith(":"):
-            pending.append(line[:-1])
-            continue
-        m = re.match(r"(@!?U?P[T\d])?\s*(\S+)\s*(.*)", line)
-        pred, opcode, ops = m.group(1) or "", m.group(2), _split_operands(m.group(3))
-        dests = ops[:2] if len(ops) > 1 and re.fullmatch(r"U?P\d", ops[0]) else ops[:1]
-        writes = {r for d in dests if "[" not in d for r in _REG.findall(d)}
-        if ".64" in opcode:
-            writes |= {re.sub(r"\d+$", lambda n: str(int(n.group()) + 1), r) for r in writes if "R" in r}
-        reads = {r for o in ops for r in _REG.findall(o)} - writes | set(_REG.findall(pred))
-        k = len(instrs)
-        instrs.append(Instr(k, k * 16, f"{pred} {opcode} {', '.join(ops)}".strip(), pred, opcode, ops, b"",
-                            frozenset(reads), frozenset(writes), pending))
-        pending = []
-    labels = {lab: i.offset for i in instrs for lab in i.labels}
-    return {"k": Listing("k", instrs, [], labels)}
-
-
 def check(text: str) -> list[str]:
-    return sassdesc.check(listing(text))
+    return sassdesc.check({"k": listing(*(x.strip() for x in text.strip().splitlines()), infer=True)})
 
 
 @needs_nvdisasm
