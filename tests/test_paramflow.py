@@ -326,6 +326,14 @@ def test_a_graph_it_cannot_complete_is_refused():
         assert "cannot" in run(ULDC, branch, EXIT)[-1], branch
 
 
+def test_a_call_through_a_register_is_refused_though_nvdisasm_prints_a_label():
+    # (review 35: ptxas, sm_90a, nvcc 13.0, a function pointer: `CALL.REL.NOINC R2 `(k)`; the label
+    # is the section's own, not the target, and was read as a call to the kernel's entry)
+    for branch in ("CALL.REL.NOINC R2 `(k) | R2 R3", "RTT | "):
+        assert "computed address" in run(ULDC, branch, EXIT)[-1], branch
+    assert run("CALL.REL.NOINC `(f)", EXIT, f=("RET.REL.NODEC R20 `(k) | R20 R21",)) == []
+
+
 def test_a_function_without_life_ranges_is_refused():
     # (the table missing, a quad's implicit registers would go unseen)
     assert "life ranges" in run("ULDC.64 UR4, c[0x0][0x198]", "STS.128 [R2], R4", EXIT)[-1]

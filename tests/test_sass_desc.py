@@ -153,6 +153,13 @@ def test_an_indirect_branch_is_refused_when_a_descriptor_is_used():
     assert check("ULDC.64 UR4, c[0x0][0x208]\nBRX R2 -0xc0\nLDG.E R0, desc[UR4][R2.64]\nEXIT")
 
 
+def test_a_call_through_a_register_is_refused_when_a_descriptor_is_used():
+    # (review 35: `CALL.REL.NOINC R2 `(k)` names the kernel's own label; the callee, where the
+    # store was, went unreached and unchecked)
+    bad = check("ULDC.64 UR4, c[0x0][0x208]\nLDG.E R0, desc[UR4][R2.64]\nCALL.REL.NOINC R2 `(k)\nEXIT")
+    assert bad and "computed address" in bad[0], bad
+
+
 def test_a_descriptor_sharing_registers_with_a_uniform_address_is_refused():
     # (sm_90a, nvcc 13.0: cp.async.ca with a cache_hint policy and a uniform shared address; the
     # pair UR5:UR6 below would pass on its own: a zero low word, a createpolicy high word)
