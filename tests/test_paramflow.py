@@ -332,6 +332,9 @@ def test_a_call_through_a_register_is_refused_though_nvdisasm_prints_a_label():
     for branch in ("CALL.REL.NOINC R2 `(k) | R2 R3", "RTT | "):
         assert "computed address" in run(ULDC, branch, EXIT)[-1], branch
     assert run("CALL.REL.NOINC `(f)", EXIT, f=("RET.REL.NODEC R20 `(k) | R20 R21",)) == []
+    # a divergence branch names the mask it tests, not its target (`BRA.DIV UR4, `(.L_x_9)`, every
+    # stream-family cubin)
+    assert run(ULDC, "BRA.DIV UR6, `(.L1) | UR6", ".L1:", EXIT) == []
 
 
 def test_a_function_without_life_ranges_is_refused():

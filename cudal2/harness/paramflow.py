@@ -92,19 +92,6 @@ _PROPAGATE = ("UMOV", "UIADD3", "MOV", "IADD3", "IMAD", "R2UR")
 # The permitted sink: the tensor-memory unit reads its bracketed operands as addresses and
 # coordinates, and a descriptor's address only from the parameter space.
 _TMA = ("UTMALDG", "UTMASTG", "UTMAREDG", "UTMAPF", "UTMACCTL")
-# Branches to a computed address: the graph would be incomplete.
-_INDIRECT = ("BRX", "BRXU", "JMX", "JMXU", "JMP", "RTT")
-# A call or branch through a register: nvdisasm prints the section's own label after it
-# (`CALL.REL.NOINC R2 `(k)`: a call through a function pointer, review 35), which must not be
-# read as its target.
-_THROUGH_REG = re.compile(r"(?<![\w.])U?R(\d+|Z)(?![\w])")
-
-
-def _indirect(ins: Instr) -> bool:
-    """A branch or call to a computed address: an indirect opcode, or a BRA/CALL whose operands
-    name a register before the label nvdisasm prints."""
-    return ins.base in _INDIRECT or (ins.base in ("BRA", "CALL")
-                                     and bool(_THROUGH_REG.search(" ".join(ins.operands).split("`")[0])))
 # A shuffle reads its source register in another lane, which may stand elsewhere in the program
 # (outside the member mask, or diverged): the table says which register, not whose. So a shuffle's
 # sources are judged against what may hold the address anywhere in the cubin. (Whether the
@@ -176,7 +163,7 @@ def _graph(steps: list[_Step], listings: dict[str, Listing]) -> tuple[list[list[
     succ: list[list[int]] = []
     for k, s in enumerate(steps):
         nxt = [k + 1] if k + 1 < len(steps) and steps[k + 1].section == s.section else []
-        if _indirect(s.ins):
+        if s.ins.computed_target():   # the graph would be incomplete
             return [], f"`{s.text}` branches to a computed address: the machine-code check cannot follow it"
         if s.base in ("BRA", "CALL"):
             t = _TARGET.search(s.text)

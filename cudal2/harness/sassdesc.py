@@ -146,8 +146,6 @@ _DESC = re.compile(r"(?<![\w.])desc\[(UR)(\d+)\]")
 _REGISTER = re.compile(r"(U?R)(\d+)|(U?RZ)")
 _IMM = re.compile(r"-?0x[0-9a-f]+|-?\d+")
 _CONST0 = re.compile(r"c\[0x0\]\[(0x[0-9a-f]+)\]")
-_INDIRECT = ("BRX", "BRXU", "JMX", "JMXU", "JMP", "RTT")
-_THROUGH_REG = re.compile(r"(?<![\w.])U?R(\d+|Z)(?![\w])")
 _TARGET = re.compile(r"`\(([^)]+)\)")
 
 
@@ -256,10 +254,7 @@ def _successors(fn: _Fn, k: int, entries: dict[str, tuple[str, int]]) -> tuple[l
     nxt = [k + 1] if k + 1 < len(fn.instrs) else []
     if _guard_never(ins):
         return nxt, None, ""
-    if ins.base in _INDIRECT or (ins.base in ("BRA", "CALL")
-                                 and _THROUGH_REG.search(" ".join(ins.operands).split("`")[0])):
-        # (`CALL.REL.NOINC R2 `(k)`: through a function pointer; nvdisasm prints the section's
-        # label after the register, which is not the target: review 35)
+    if ins.computed_target():
         return [], None, f"`{ins.text}` in {fn.name} branches to a computed address"
     if ins.base in ("BRA", "CALL"):
         t = _TARGET.search(ins.text)

@@ -114,6 +114,18 @@ class Instr:
     def unexplained(self) -> set[str]:
         return self.named - self.reads - self.writes
 
+    def computed_target(self) -> bool:
+        """A branch or call whose target is computed: an indirect opcode (`BRX`, `JMX`, `JMP`,
+        `RTT`, ...), or a `CALL` / `BRA` that names a register (a call through a function pointer
+        lists as `CALL.REL.NOINC R2 `(k)`, the section's own label printed after the register,
+        which is not the target: review 35). `BRA.DIV URn, `(L)` names the mask it tests, not its
+        target (every stream-family cubin has one), so it is not."""
+        if self.base in INDIRECT:
+            return True
+        if self.base not in ("BRA", "CALL") or (self.base == "BRA" and "DIV" in self.opcode.split(".")):
+            return False
+        return bool(_THROUGH_REG.search(" ".join(self.operands).split("`")[0]))
+
     def predicate_file(self) -> frozenset[str]:
         """The predicates an operand `PR` / `UPR` names as a whole file (`P2R R3, PR, RZ, 0x8`,
         `R2P PR, R2, 0x7f`): nvdisasm's life-range table marks none of P0-P6 for them (seen with
@@ -168,6 +180,8 @@ _HI = re.compile(r"^\s+/\* (0x[0-9a-f]{16}) \*/")
 _LABEL = re.compile(r"^([.$\w]+):")     # `.L_x_3:`, a function's name, a subroutine's (`$k$f:`, a call's target)
 _TARGET = re.compile(r"`\((\.L\w+)\)")
 _PREFIX = {"GPR": "R", "PRED": "P", "UGPR": "UR", "UPRED": "UP"}
+INDIRECT = ("BRX", "BRXU", "JMX", "JMXU", "JMP", "RTT")   # branches and calls to a computed address
+_THROUGH_REG = re.compile(r"(?<![\w.])U?R(\d+|Z)(?![\w])")
 _FILE = {"P": frozenset(f"P{n}" for n in range(7)), "UP": frozenset(f"UP{n}" for n in range(7))}
 _FILE_OPERAND = re.compile(r"(U?P)R(?:\.\w+)*")
 CONTROL_FLOW = {"BRA", "BRX", "BRXU", "JMP", "JMX", "JMXU", "CALL", "RET", "EXIT", "BREAK", "KILL", "BPT", "RTT"}
