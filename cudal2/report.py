@@ -120,14 +120,21 @@ def product_table(rows: list[dict], geo: dict, summary: dict, api: str = "torch"
     what = "cudal2.matmul vs cupy.matmul" if api == "cupy" else "cudal2.linear vs F.linear"
     t = Table(title=f"{what} on {summary.get('gpu', '?')} (first call "
                     f"{summary.get('first_call_ms', float('nan')):.1f} ms)")
-    for c in ("shape", "kernel ran", "eager", "graph", "flushed"):
+    for c in ("shape", "kernel ran", "eager", "graph", "flushed", "% of copy (graph/flushed)"):
         t.add_column(c, justify="right")
     cell = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731
     for r in rows:
         if r.get("api", "torch") != api:
             continue
         t.add_row(f"{r['M']}x{r['N']}x{r['K']}", "yes" if r["kernel_ran"] else "[yellow]vendor[/]",
-                  *(cell(r.get(m)) for m in ("eager", "graph", "flushed")))
+                  *(cell(r.get(m)) for m in ("eager", "graph", "flushed")), _copy_cell(r))
     for name, g in geo.items():
-        t.add_row(f"[bold]geomean {name}[/] ({g['shapes']})", "", *(f"[bold]{cell(g.get(m))}[/]" for m in ("eager", "graph", "flushed")))
+        t.add_row(f"[bold]geomean {name}[/] ({g['shapes']})", "",
+                  *(f"[bold]{cell(g.get(m))}[/]" for m in ("eager", "graph", "flushed")), "")
     return t
+
+
+def _copy_cell(r: dict) -> str:
+    """A decode row's B read rate by cudal2.linear as % of a device copy's read+write rate, per mode."""
+    pct = (r.get("copy") or {}).get("pct_of_copy", {})
+    return " / ".join(f"{pct[m]['ours']:.0f}%" if m in pct else "-" for m in ("graph", "flushed")) if pct else "-"

@@ -96,3 +96,58 @@ def test_long_calls_get_fewer_per_round_but_never_under_three():
     assert pb.calls_for(5.0, 50) == 20         # a deep layer: 100 ms a round
     assert pb.calls_for(17.0, 50) == 6         # an LM head
     assert pb.calls_for(400.0, 50) == 3
+
+
+class _CostClock:
+    """A clock for the bench's modes without a GPU: each call of a costed function adds its cost
+    (ms) to the time of the work that made it."""
+
+    def __init__(self):
+        self.spent = 0.0
+
+    def costed(self, ms):
+        def f():
+            self.spent += ms
+        return f
+
+    def time(self, work):
+        start = self.spent
+        work()
+        return self.spent - start
+
+    def idle_cold(self):
+        pass
+
+    def graph(self, work):
+        return work
+
+
+def test_modes_record_each_sides_time_of_one_call_beside_the_ratio():
+    clock = _CostClock()
+    row = pb.modes(clock, clock.costed(1.0), clock.costed(2.0), rounds=3, calls=4)
+    assert row["graph"] == 2.0 and row["flushed"] == 2.0
+    assert row["eager_us"] == {"ours": 1000.0, "theirs": 2000.0}
+    assert row["flushed_us"] == {"ours": 1000.0, "theirs": 2000.0}
+
+
+def test_a_decode_rows_copy_rate_is_the_read_rate_over_a_copys_read_and_write_rate():
+    clock = _CostClock()
+
+    class W:   # 1000 fp16 weights
+        def numel(self):
+            return 1000
+
+        def element_size(self):
+            return 2
+
+    class FakeTorch:
+        @staticmethod
+        def empty_like(w):
+            return type("Dst", (), {"copy_": lambda self, src: clock.costed(0.5)()})()
+
+    row = pb.modes(clock, clock.costed(1.0), clock.costed(2.0), rounds=3, calls=4)
+    copy = pb.copy_rate(FakeTorch, clock, W(), rounds=3, calls=4, row=row)
+    assert copy["us"] == {"graph": 500.0, "flushed": 500.0}
+    # ours reads 2000 B a ms; the copy moves 2 x 2000 B in 0.5 ms: 25 %; theirs (2 ms) 12.5 %
+    assert copy["pct_of_copy"]["graph"] == {"ours": 25.0, "theirs": 12.5}
+    assert copy["rw_gbps"]["flushed"] == 2 * 2000 / 500.0 / 1e3

@@ -16,6 +16,10 @@ Guarantees:
   graph (the same calls captured in one CUDA graph and replayed), flushed (one call after an L2
   flush and an idle GPU: the latency of a lone request, the host's launch path included, which
   after an idle spell is most of the difference at 1-2 ms shapes: eval/cold_start_probe.py);
+  beside each ratio, each side's median time of one call (`<mode>_us`);
+- at decode shapes (M <= 16, where B streams and the bar is HBM), a device copy of B's bytes timed
+  the same way (graph, flushed), and each side's read rate of B as % of the copy's read+write
+  rate (`copy`);
 - all timing is by CUDA events on the caller's current stream (torch's, or cupy's for cupy rows;
   cupy's cuBLAS cannot be captured, so a cupy row's graph mode is None with the reason); the
   first library call of the process is timed too (`first_call_ms`: loading every served binary
@@ -46,13 +50,16 @@ def band(M: int, N: int, K: int) -> str:
     return next(name for lo, hi, name in BANDS if lo <= f < hi)
 
 
-def _paired(ours, theirs, rounds: int, run_one) -> float:
-    ratios = []
+def _paired(ours, theirs, rounds: int, run_one) -> tuple[float, float, float]:
+    """(median of the per-round ratios t(theirs) / t(ours), median t(ours), median t(theirs)), ms."""
+    ratios, t_ours, t_theirs = [], [], []
     for r in range(rounds):
         order = (ours, theirs) if r % 2 == 0 else (theirs, ours)   # no caller always goes first
         t = {id(f): run_one(f) for f in order}
         ratios.append(t[id(theirs)] / t[id(ours)])
-    return statistics.median(ratios)
+        t_ours.append(t[id(ours)])
+        t_theirs.append(t[id(theirs)])
+    return statistics.median(ratios), statistics.median(t_ours), statistics.median(t_theirs)
 
 
 class TorchClock:
@@ -143,13 +150,20 @@ def modes(clock, ours, theirs, rounds: int, calls: int, use=None) -> dict:
             return run_one(f)
         return one
 
-    row = {"eager": _paired(ours, theirs, rounds, timed(lambda f: clock.time(lambda: many(f, calls))))}
+    row: dict = {}
+
+    def record(mode: str, paired: tuple[float, float, float], per: int) -> None:
+        # the ratio, and each side's median time of one call (µs) beside it
+        row[mode] = paired[0]
+        row[f"{mode}_us"] = {"ours": 1e3 * paired[1] / per, "theirs": 1e3 * paired[2] / per}
+
+    record("eager", _paired(ours, theirs, rounds, timed(lambda f: clock.time(lambda: many(f, calls)))), calls)
     try:
         graphs = {}
         for f in (ours, theirs):
             use(f)
             graphs[id(f)] = clock.graph(lambda f=f: many(f, calls))
-        row["graph"] = _paired(ours, theirs, rounds, timed(lambda f: clock.time(graphs[id(f)])))
+        record("graph", _paired(ours, theirs, rounds, timed(lambda f: clock.time(graphs[id(f)]))), calls)
     except Exception as err:  # noqa: BLE001  recorded: the mode is missing, not the shape
         row["graph"], row["graph_error"] = None, f"{type(err).__name__}: {err}".splitlines()[0]
 
@@ -157,7 +171,7 @@ def modes(clock, ours, theirs, rounds: int, calls: int, use=None) -> dict:
         clock.idle_cold()
         return clock.time(f)
 
-    row["flushed"] = _paired(ours, theirs, 3 * rounds, timed(flushed))
+    record("flushed", _paired(ours, theirs, 3 * rounds, timed(flushed)), 1)
     return row
 
 
@@ -205,7 +219,40 @@ def measure_shape(torch, lib, M: int, N: int, K: int, rounds: int, calls: int, f
         ours(), theirs()
     clock = TorchClock(torch, flush)
     row["calls"] = calls_for(clock.time(theirs), calls)
-    return {**row, **modes(clock, ours, theirs, rounds, row["calls"])}
+    row.update(modes(clock, ours, theirs, rounds, row["calls"]))
+    if M <= DECODE_M:
+        row["copy"] = copy_rate(torch, clock, W, rounds, row["calls"], row)
+    return row
+
+
+DECODE_M = 16   # up to here a GEMM streams B (the weights) and its bar is HBM, not cuBLAS (issue 12)
+
+
+def copy_rate(torch, clock, W, rounds: int, calls: int, row: dict) -> dict:
+    """What a device-to-device copy of W's bytes takes, timed as the calls were (graph: `calls`
+    copies replayed back to back; flushed: one copy after an L2 flush and an idle GPU; medians
+    over the rounds), and how fast each caller read W against it: `pct_of_copy[mode][side]` is
+    W's bytes per second read by that side over the copy's bytes moved (read + write) per second,
+    in %. A copy reads and writes, so a GEMV that only reads W could pass 100; the copy is the
+    bandwidth this GPU gives a stream of reads and writes in the same mode."""
+    dst = torch.empty_like(W)
+    one = lambda: dst.copy_(W)  # noqa: E731
+    one()
+    g = clock.graph(lambda: many(one, calls))
+
+    def flushed():
+        clock.idle_cold()
+        return clock.time(one)
+
+    us = {"graph": 1e3 * statistics.median(clock.time(g) for _ in range(rounds)) / calls,
+          "flushed": 1e3 * statistics.median(flushed() for _ in range(3 * rounds))}
+    nbytes = W.numel() * W.element_size()
+    out = {"bytes": nbytes, "us": us, "rw_gbps": {m: 2 * nbytes / t / 1e3 for m, t in us.items()}, "pct_of_copy": {}}
+    for m, t_copy in us.items():
+        if row.get(f"{m}_us"):
+            out["pct_of_copy"][m] = {side: 100 * (nbytes / t) / (2 * nbytes / t_copy)
+                                     for side, t in row[f"{m}_us"].items()}
+    return out
 
 
 def measure_shape_cupy(cp, lib, M: int, N: int, K: int, rounds: int, calls: int, flush) -> dict:
