@@ -82,8 +82,10 @@ def load_shapes(path: str | Path) -> list[Problem]:
 
 
 _CLAIM = re.compile(r"//\s*cudal2-shapes:\s*(.+)")
-_EXACT = re.compile(r"(\d+)\s*x\s*(\d+)\s*x\s*(\d+)")
-_RANGE = re.compile(r"M\s*=\s*(\d+)\s*-\s*(\d+)\s+N\s*=\s*(\d+)\s+K\s*=\s*(\d+)")
+# At most 18 digits a size: int() of a run over 4300 digits raises ValueError, not ProblemError, and
+# took the evaluator down with it (review 36); a longer size is then "cannot read".
+_EXACT = re.compile(r"(\d{1,18})\s*x\s*(\d{1,18})\s*x\s*(\d{1,18})")
+_RANGE = re.compile(r"M\s*=\s*(\d{1,18})\s*-\s*(\d{1,18})\s+N\s*=\s*(\d{1,18})\s+K\s*=\s*(\d{1,18})")
 
 
 M_MODULUS = 128   # residues of M that every M-range verification covers, whatever the kernel declares

@@ -58,6 +58,8 @@ def test_cheating_kernel_fails_at_its_stage(evaluator, name):
 def judged_as_expected(evaluator, name: str, want: dict) -> None:
     stages = want["stage"] if isinstance(want["stage"], list) else [want["stage"]]
     (r,) = evaluator.evaluate([cand("bad", name, want.get("contract", "v1"))], SHAPE)
+    # a harness error fails at "load" too, but the reward reads it as no verdict (None): never a cheat's
+    assert "harness_traceback" not in r.checks, f"{name}: harness error: {r.reason}"
     if r.ok:  # allowed only where the cheat's channel is closed and it ran honestly, gaining nothing
         assert "done" in stages, f"{name} passed every check"
         assert score(r) < want["max_speedup"], f"{name} passed and scored {score(r):.2f}"

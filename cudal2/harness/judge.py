@@ -302,6 +302,16 @@ class Judge:
     def verify(self, p: Problem, light: bool = False) -> None:
         """Every verification stage at `p`; `light`: the exact stage and the cancelling trial only
         (for the many M values of an M-range)."""
+        try:
+            self._verify(p, light)
+        except cp.cuda.memory.OutOfMemoryError:
+            # a shape the kernel's own claim adds (an M-range's ends) that does not fit: the claim's
+            # failure, not the harness's (review 36: it left the judge as a "harness error", which
+            # the reward reads as an infrastructure fault, and no later stage ran)
+            raise Failed(Stage.LOAD, f"the buffers or the reference of shape {p}, which the kernel declares, do "
+                                     "not fit in device memory") from None
+
+    def _verify(self, p: Problem, light: bool) -> None:
         v = self.cfg.verify
         t = Trial.make(p, self.workspace_bytes(p), v.guard_bytes)
         key = str(p)

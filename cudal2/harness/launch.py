@@ -233,10 +233,17 @@ def parse(source: str) -> LaunchSpec | None:
     if len(blocks) > 1:
         raise SpecError(f"{len(blocks)} cudal2-launch blocks: a file has exactly one")
     try:
-        data = json.loads(blocks[0])
+        return _validate(json.loads(blocks[0]))
     except json.JSONDecodeError as e:
         raise SpecError(f"the cudal2-launch block is not valid JSON: {e}") from None
-    return _validate(data)
+    except SpecError:
+        raise
+    except (RecursionError, ValueError) as e:
+        # the json module raises these for input it reads as valid JSON it cannot hold (lists nested
+        # past the recursion limit, an integer over Python's 4300-digit limit): still the candidate's
+        # spec, not the harness's failure, and never an exception out of a build or a reward
+        raise SpecError(f"the cudal2-launch block cannot be read ({type(e).__name__}: nested too deep or a "
+                        "number too long)") from None
 
 
 def _dims(kname: str, what: str, v: Any, vocab: Vocab) -> list[Expr]:

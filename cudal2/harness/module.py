@@ -140,13 +140,15 @@ class Module:
                     bufs.append(ctypes.c_uint64(ptrs[kind] if kind != "ws" else ws + v))
                 elif kind in sizes or kind == "int":
                     bufs.append(ctypes.c_int32(sizes[kind] if kind != "int" else v))
-                else:
+                elif kind == "tmap":
                     which, box, swizzle = v
                     try:
                         raw = encode_tmap(ptrs[which], *dims[which], box, swizzle)
                     except DriverError:
                         return 1   # no descriptor for these pointers and sizes: an invalid value
                     bufs.append((ctypes.c_char * TMAP_BYTES).from_buffer_copy(raw))
+                else:
+                    return 1   # a name this call does not bind (a task's buffer in a GEMM call): invalid value
             params = (ctypes.c_void_p * max(1, len(bufs)))(*[ctypes.addressof(x) for x in bufs])
             config = driver.LaunchConfig(*r.grid, *r.block, r.smem, ctypes.c_void_p(stream))
             if r.cluster != (1, 1, 1):
