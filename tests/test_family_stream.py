@@ -21,7 +21,7 @@ DECODE, MLP, DOWN, ODD = Problem(1, 4096, 4096), Problem(16, 14336, 4096), Probl
 
 
 def point(**kw) -> dict:
-    base = dict(ROWS=8, KC=1024, STAGES=4, WARPS=4, A_RES=1, SPLIT_ROWS=1, GRID=132)
+    base = dict(ROWS=8, KC=1024, STAGES=4, WARPS=4, A_RES=1, SPLIT_ROWS=1, GRID=132, KSPLIT=1)
     assert set(kw) <= set(base)
     return {**base, **kw}
 
@@ -33,7 +33,10 @@ SUBSET = [
     (DOWN, point(KC=512, STAGES=4, SPLIT_ROWS=0, GRID=264)),
     (ODD, point(ROWS=16, KC=512, STAGES=2, A_RES=0)),                   # A copied per stage, every tail
     (Problem(3, 17, 24), point(KC=512, STAGES=2, SPLIT_ROWS=0)),
+    # k split over 4-CTA clusters: N, M and K tails, the last chunk's slices past K for ranks 1-3
+    (Problem(13, 1001, 4104), point(ROWS=16, KC=1024, STAGES=3, A_RES=0, SPLIT_ROWS=0, KSPLIT=4)),
 ]
+KSPLIT_POINT = SUBSET[-1]
 IDS = [f"{p}-{i}" for i, (p, _) in enumerate(SUBSET)]
 
 
@@ -54,8 +57,9 @@ def test_launch_spec_carries_the_family_numbers(p, params):
     d = FAM.context(params, p)
     kernels = launch.parse(FAM.render(params, p)).resolve(p.M, p.N, p.K)
     gemv = kernels[0]
-    assert (gemv.name, gemv.grid, gemv.block, gemv.smem) == ("stream_gemv", (d["CTAS"], 1, 1),
+    assert (gemv.name, gemv.grid, gemv.block, gemv.smem) == ("stream_gemv", (d["CTAS"] * params["KSPLIT"], 1, 1),
                                                             (32 * (params["WARPS"] + 1), 1, 1), d["SMEM_BYTES"])
+    assert gemv.cluster == (params["KSPLIT"], 1, 1)
     if d["FIXUP"]:
         assert [k.name for k in kernels] == ["stream_gemv", "stream_fixup"]
         assert gemv.args[-1] == ("ws", 0) and kernels[1].args == [("ws", 0), ("C", None)]
@@ -91,10 +95,14 @@ def test_every_shape_with_m_up_to_16_keeps_a_valid_point(p):
     (Problem(1, 64, 4096), point(GRID=264), "adds nothing"),
     (Problem(1, 256, 1024), point(STAGES=6), "never fill"),
     (Problem(1, 4096, 512), point(KC=2048), "mostly empty"),
+    (Problem(16, 1024, 4096), point(KSPLIT=2), "A_RES=0"),
+    (Problem(16, 1024, 4096), point(KC=1024, A_RES=0, SPLIT_ROWS=0, KSPLIT=4, ROWS=16, STAGES=2), None),
+    (Problem(1, 128256, 4096), point(A_RES=0, SPLIT_ROWS=0, KSPLIT=2), "already give every SM work"),
+    (Problem(16, 1024, 264), point(KC=512, A_RES=0, SPLIT_ROWS=0, KSPLIT=4, STAGES=2), "no k at all"),
 ])
 def test_invalid_says_why(p, params, says):
     reason = FAM.invalid(params, p, LIM)
-    assert reason and says in reason, reason
+    assert (reason is None) if says is None else (reason and says in reason), reason
 
 
 def test_prior_charges_the_fix_up_launch():
@@ -104,12 +112,27 @@ def test_prior_charges_the_fix_up_launch():
     assert FAM.prior(cut, DECODE, LIM) < FAM.prior(whole, DECODE, LIM)
 
 
+def test_prior_prefers_a_k_split_where_b_has_few_row_blocks():
+    # 16x1024x4096: 32 row blocks of 32 rows; with copies of the same size (2 KB a row), a 4-CTA
+    # split streams them on 128 SMs, not 32, each CTA copying a quarter of the rows' bytes and of A
+    p = Problem(16, 1024, 4096)
+    one = point(ROWS=32, KC=1024, STAGES=2, A_RES=0, SPLIT_ROWS=0)
+    split = point(ROWS=32, KC=4096, STAGES=2, A_RES=0, SPLIT_ROWS=0, KSPLIT=4)
+    assert FAM.invalid(one, p, LIM) is None and FAM.invalid(split, p, LIM) is None
+    assert FAM.prior(split, p, LIM) > FAM.prior(one, p, LIM)
+
+
+def test_an_entry_without_ksplit_reads_as_one():
+    old = {k: v for k, v in point(SPLIT_ROWS=0).items() if k != "KSPLIT"}
+    assert FAM.context(old, DECODE) == FAM.context(point(SPLIT_ROWS=0), DECODE)
+
+
 def test_prior_charges_small_copies():
     assert FAM.prior(point(KC=512, STAGES=6), MLP, LIM) < FAM.prior(point(KC=2048, STAGES=2), MLP, LIM)
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
-@pytest.mark.parametrize("p,params", [SUBSET[0], SUBSET[4]], ids=["fixup", "a-per-stage-odd"])
+@pytest.mark.parametrize("p,params", [SUBSET[0], SUBSET[4], KSPLIT_POINT], ids=["fixup", "a-per-stage-odd", "ksplit4"])
 def test_valid_point_builds_without_spills_or_local_memory(p, params, tmp_path):
     r = build(FAM.render(params, p), BuildConfig(cache_dir=str(tmp_path), archs=list(FAM.build_archs)))
     assert r.ok, r.reason
