@@ -70,7 +70,8 @@ def test_a_call_that_binds_no_value_for_an_argument_returns_an_error(monkeypatch
     assert m.call(1 << 20, 2 << 20, 3 << 20, 257, 136, 1032, 0, 0, 0) == 1
 
 
-def test_a_declared_shape_that_does_not_fit_fails_the_candidate(monkeypatch):
+@pytest.mark.parametrize("how", ["pool", "cudaMalloc"])
+def test_a_declared_shape_that_does_not_fit_fails_the_candidate(monkeypatch, how):
     import cupy as cp
 
     from cudal2.config import Config
@@ -78,7 +79,9 @@ def test_a_declared_shape_that_does_not_fit_fails_the_candidate(monkeypatch):
     from cudal2.result import Stage
 
     def no_room(p, ws, gap):
-        raise cp.cuda.memory.OutOfMemoryError(2 * p.M * p.K, 0)
+        # cupy's pool, or (on the H100) a direct cudaMalloc: cudaErrorMemoryAllocation
+        raise (cp.cuda.memory.OutOfMemoryError(2 * p.M * p.K, 0) if how == "pool"
+               else cp.cuda.runtime.CUDARuntimeError(2))
 
     monkeypatch.setattr(judge.Trial, "make", staticmethod(no_room))
     j = object.__new__(judge.Judge)
@@ -87,3 +90,20 @@ def test_a_declared_shape_that_does_not_fit_fails_the_candidate(monkeypatch):
     with pytest.raises(judge.Failed) as e:
         j.verify(Problem(10**12, 136, 1032))
     assert e.value.stage == Stage.LOAD and "do not fit" in e.value.reason
+
+
+def test_another_runtime_error_in_verification_is_not_read_as_the_claims(monkeypatch):
+    import cupy as cp
+
+    from cudal2.config import Config
+    from cudal2.harness import judge
+
+    def broken(p, ws, gap):
+        raise cp.cuda.runtime.CUDARuntimeError(700)   # an illegal address: not an allocation failure
+
+    monkeypatch.setattr(judge.Trial, "make", staticmethod(broken))
+    j = object.__new__(judge.Judge)
+    j.cfg = Config()
+    j.cand = None
+    with pytest.raises(cp.cuda.runtime.CUDARuntimeError):
+        j.verify(Problem(257, 136, 1032))

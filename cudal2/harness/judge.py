@@ -70,6 +70,8 @@ from cudal2.harness.worker import beat
 from cudal2.problem import Problem
 from cudal2.result import Fault, Stage, Timing
 
+_CUDA_ERROR_MEMORY_ALLOCATION = 2   # cudaErrorMemoryAllocation
+
 _device: DeviceInfo | None = None
 
 
@@ -304,10 +306,14 @@ class Judge:
         (for the many M values of an M-range)."""
         try:
             self._verify(p, light)
-        except cp.cuda.memory.OutOfMemoryError:
+        except (cp.cuda.memory.OutOfMemoryError, cp.cuda.runtime.CUDARuntimeError) as e:
             # a shape the kernel's own claim adds (an M-range's ends) that does not fit: the claim's
             # failure, not the harness's (review 36: it left the judge as a "harness error", which
-            # the reward reads as an infrastructure fault, and no later stage ran)
+            # the reward reads as an infrastructure fault, and no later stage ran). cupy's pool
+            # says so with OutOfMemoryError, a direct cudaMalloc with the runtime's status 2 (the
+            # H100 run); any other runtime error is not this one
+            if isinstance(e, cp.cuda.runtime.CUDARuntimeError) and e.status != _CUDA_ERROR_MEMORY_ALLOCATION:
+                raise
             raise Failed(Stage.LOAD, f"the buffers or the reference of shape {p}, which the kernel declares, do "
                                      "not fit in device memory") from None
 
