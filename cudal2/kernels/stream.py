@@ -35,7 +35,9 @@ cycles a copy) and the fix-up's launch (~3 us), both read off the H100 checks, a
 fill; its other constants are H100 SXM guesses.
 Measured (eval/README.md): B at up to 2.94 TB/s (87.7% of the nominal peak, 97.6% of a copy's
 read+write rate) at the 1 GB LM head, within +-2% of cuBLAS at M = 1 (1.022 at 1x4096x14336, 0.98
-at 1x14336x4096), behind it at M = 16 except 16x4096x14336.
+at 1x14336x4096), behind it at M = 16 except 16x4096x14336. With the k split (KSPLIT 2 and 4), at
+the narrow M = 16 shapes: 16x1024x4096 1.21 and 16x512x3584 1.48 against F.linear in graph mode on
+the product path; 16x1024x8192 and 16x3584x3584 won in the harness (1.08, 1.10) but lost there.
 """
 
 from __future__ import annotations
