@@ -70,40 +70,38 @@ def test_a_call_that_binds_no_value_for_an_argument_returns_an_error(monkeypatch
     assert m.call(1 << 20, 2 << 20, 3 << 20, 257, 136, 1032, 0, 0, 0) == 1
 
 
+def _judge_whose_trials_raise(monkeypatch, err):
+    """A Judge with no GPU state whose verification's first allocation raises `err`."""
+    from cudal2.config import Config
+    from cudal2.harness import judge
+
+    def make(p, ws, gap):
+        raise err
+
+    monkeypatch.setattr(judge.Trial, "make", staticmethod(make))
+    j = object.__new__(judge.Judge)
+    j.cfg, j.cand = Config(), None
+    return j
+
+
 @pytest.mark.parametrize("how", ["pool", "cudaMalloc"])
 def test_a_declared_shape_that_does_not_fit_fails_the_candidate(monkeypatch, how):
     import cupy as cp
 
-    from cudal2.config import Config
     from cudal2.harness import judge
     from cudal2.result import Stage
 
-    def no_room(p, ws, gap):
-        # cupy's pool, or (on the H100) a direct cudaMalloc: cudaErrorMemoryAllocation
-        raise (cp.cuda.memory.OutOfMemoryError(2 * p.M * p.K, 0) if how == "pool"
-               else cp.cuda.runtime.CUDARuntimeError(2))
-
-    monkeypatch.setattr(judge.Trial, "make", staticmethod(no_room))
-    j = object.__new__(judge.Judge)
-    j.cfg = Config()
-    j.cand = None
+    # cupy's pool, or (on the H100) a direct cudaMalloc: cudaErrorMemoryAllocation
+    err = cp.cuda.memory.OutOfMemoryError(1 << 40, 0) if how == "pool" else cp.cuda.runtime.CUDARuntimeError(2)
     with pytest.raises(judge.Failed) as e:
-        j.verify(Problem(10**12, 136, 1032))
+        _judge_whose_trials_raise(monkeypatch, err).verify(Problem(10**12, 136, 1032))
     assert e.value.stage == Stage.LOAD and "do not fit" in e.value.reason
 
 
 def test_another_runtime_error_in_verification_is_not_read_as_the_claims(monkeypatch):
     import cupy as cp
 
-    from cudal2.config import Config
-    from cudal2.harness import judge
-
-    def broken(p, ws, gap):
-        raise cp.cuda.runtime.CUDARuntimeError(700)   # an illegal address: not an allocation failure
-
-    monkeypatch.setattr(judge.Trial, "make", staticmethod(broken))
-    j = object.__new__(judge.Judge)
-    j.cfg = Config()
-    j.cand = None
+    # an illegal address: not an allocation failure
+    j = _judge_whose_trials_raise(monkeypatch, cp.cuda.runtime.CUDARuntimeError(700))
     with pytest.raises(cp.cuda.runtime.CUDARuntimeError):
         j.verify(Problem(257, 136, 1032))
