@@ -20,7 +20,10 @@ Guarantees (`judge_task`, a worker job; `evaluate_task` builds and runs it from 
   compared, the background checked, and the replay's snapshots (`snapshots`: outputs sampled the
   moment each call ended) compared with the final outputs; then one more replay on the same
   inputs must reproduce every output bit for bit; speedups are medians of per-round paired
-  ratios.
+  ratios;
+- a hang, a CUDA error or an exception of the judge's ends the worker process after its answer
+  (`worker.request_exit`): no later candidate is judged in a broken context or behind a kernel
+  that still runs; otherwise the candidate's module is unloaded before the next job.
 
 Does not: profile, or rejudge a surprising score (the GEMM judge's extras); a task with a
 reference that torch cannot capture in a graph is timed without one (recorded).
@@ -41,9 +44,12 @@ TOL = {2: (2.0 ** -9, 2.0 ** -12, 2.0 ** -24), 4: (2.0 ** -14, 2.0 ** -14, 0.0)}
 
 
 class TaskFailed(Exception):
-    def __init__(self, stage: str, reason: str):
+    """A verdict. `fault`: a hang or CUDA error, after which the worker's context is unusable (a
+    sticky error) or still runs the candidate's kernel (a hang): its process must be replaced."""
+
+    def __init__(self, stage: str, reason: str, fault: bool = False):
         super().__init__(reason)
-        self.stage, self.reason = stage, reason
+        self.stage, self.reason, self.fault = stage, reason, fault
 
 
 def _dtype(name: str):
@@ -147,14 +153,34 @@ class _Setup:
 
 def judge_task(binary: str, spec: dict, task_id: str, cfg: Config, sizes: dict | None = None,
                time_it: bool = True, with_compile: bool = False) -> dict:
-    """Worker job: the verdict for one candidate of one task (a JSON-safe dict)."""
+    """Worker job: the verdict for one candidate of one task (a JSON-safe dict). After a hang, a
+    CUDA error or any exception of the judge's, the worker is asked to leave (`request_exit`), as
+    the GEMM judge does: a sticky error or a kernel still spinning would otherwise decide the
+    verdicts of every later candidate judged in this process. The candidate's module is unloaded
+    unless it faulted (a module whose kernel may still run is left to the dying process)."""
+    from cudal2.harness.worker import request_exit
+    held: list = []
     try:
-        return _judge(binary, spec, task_id, cfg, sizes, time_it, with_compile)
+        out = _judge(binary, spec, task_id, cfg, sizes, time_it, with_compile, held)
     except TaskFailed as f:
+        if f.fault:
+            request_exit()
+        else:
+            _unload(held)
         return {"ok": False, "stage": f.stage, "reason": f.reason, "task": task_id}
+    except BaseException:
+        request_exit()
+        raise
+    _unload(held)
+    return out
 
 
-def _judge(binary, spec_dict, task_id, cfg, sizes, time_it, with_compile) -> dict:
+def _unload(held: list) -> None:
+    for mod in held:
+        mod.close()
+
+
+def _judge(binary, spec_dict, task_id, cfg, sizes, time_it, with_compile, held: list) -> dict:
     import cupy as cp
     import torch
 
@@ -173,6 +199,7 @@ def _judge(binary, spec_dict, task_id, cfg, sizes, time_it, with_compile) -> dic
             raise TaskFailed("load", f"the launch spec is for task {spec.task!r}, not {task_id!r}")
         ws_bytes = spec.workspace_for(sizes)
         mod = Module(open(binary, "rb").read(), spec)
+        held.append(mod)
     except (SpecError, LoadError) as e:
         raise TaskFailed("load", str(e)) from None
     if mod.local_bytes > guards.LOCAL_BYTES:
@@ -187,8 +214,8 @@ def _judge(binary, spec_dict, task_id, cfg, sizes, time_it, with_compile) -> dic
     with cs, torch.cuda.stream(ts):
         def call(st: _Setup, i: int, stage: str) -> None:
             rc = mod.launch(st.args(i), sizes, st.ws[i], cs.ptr)
-            if rc:
-                raise TaskFailed(stage, f"the call returned {rc}")
+            if rc:   # 1: the spec does not resolve; any other code is the driver's, maybe sticky
+                raise TaskFailed(stage, f"the call returned {rc}", fault=rc != 1)
 
         def settle(stage: str) -> None:
             beat(stage, timeout + 30)
@@ -196,9 +223,9 @@ def _judge(binary, spec_dict, task_id, cfg, sizes, time_it, with_compile) -> dic
                 timing.wait(cs, timeout)
                 cp.cuda.runtime.deviceSynchronize()
             except timing.Hang as e:
-                raise TaskFailed(stage, f"hang: {e}") from None
+                raise TaskFailed(stage, f"hang: {e}", fault=True) from None
             except (cp.cuda.runtime.CUDARuntimeError, cp.cuda.driver.CUDADriverError) as e:
-                raise TaskFailed(stage, f"CUDA error: {e}") from None
+                raise TaskFailed(stage, f"CUDA error: {e}", fault=True) from None
 
         def checked(st: _Setup, stage: str) -> None:
             """Every set's inputs as their seeds give them, the arena's background (one check

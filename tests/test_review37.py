@@ -1,0 +1,78 @@
+"""Review 37 (CPU): the general-task judge's worker hygiene, the sizes it verifies at, and the
+inputs of the softmax tasks."""
+
+import pytest
+import torch
+
+from cudal2.harness import task_judge, worker as worker_mod
+from cudal2.harness.task_judge import TaskFailed, judge_task, within
+from cudal2.rl import general
+
+
+class _Mod:
+    def __init__(self):
+        self.closed = False
+
+    def close(self):
+        self.closed = True
+
+
+def _fake(exc=None, mod=None):
+    def run(*args, **kw):
+        held = args[-1] if args and isinstance(args[-1], list) else kw.get("held")
+        if mod is not None and held is not None:
+            held.append(mod)
+        if exc is not None:
+            raise exc
+        return {"ok": True}
+    return run
+
+
+@pytest.fixture
+def exits(monkeypatch):
+    calls = []
+    monkeypatch.setattr(worker_mod, "request_exit", lambda: calls.append(1))
+    return calls
+
+
+@pytest.mark.parametrize("reason", ["hang: still running after 10.0 s", "CUDA error: cudaErrorIllegalAddress"])
+def test_a_fault_in_the_task_judge_replaces_its_worker(monkeypatch, exits, reason):
+    mod = _Mod()
+    monkeypatch.setattr(task_judge, "_judge", _fake(TaskFailed("verify", reason, fault=True), mod))
+    r = judge_task("x.cubin", {}, "ew-relu", None)
+    assert r["ok"] is False and r["stage"] == "verify"
+    assert exits, "a hang or sticky CUDA error must end the worker process"
+    assert not mod.closed, "a module whose kernel may still run is left to the dying process"
+
+
+def test_an_exception_of_the_task_judge_replaces_its_worker(monkeypatch, exits):
+    monkeypatch.setattr(task_judge, "_judge", _fake(RuntimeError("CUDA error: an illegal memory access")))
+    with pytest.raises(RuntimeError):
+        judge_task("x.cubin", {}, "ew-relu", None)
+    assert exits
+
+
+def test_a_plain_verdict_keeps_the_worker_and_unloads_the_module(monkeypatch, exits):
+    for exc in (TaskFailed("verify", "3 of 9 outputs outside the tolerance"), None):
+        mod = _Mod()
+        monkeypatch.setattr(task_judge, "_judge", _fake(exc, mod))
+        judge_task("x.cubin", {}, "ew-relu", None)
+        assert mod.closed, "nothing of one candidate outlives its judging"
+    assert not exits
+
+
+def job(kind: str) -> dict:
+    """Run in a worker child: judge_task over a stand-in judge that fails as `kind` says."""
+    exc = {"hang": TaskFailed("verify", "hang: still running", fault=True),
+           "wrong": TaskFailed("verify", "1 of 4 outputs outside the tolerance")}[kind]
+    task_judge._judge = _fake(exc)
+    return judge_task("x.cubin", {}, "ew-relu", None)
+
+
+def test_the_worker_is_replaced_after_a_hang_verdict_end_to_end():
+    with worker_mod.Worker() as w:
+        o = w.run("tests.test_review37:job", "wrong")
+        assert o.ok and o.value["stage"] == "verify" and w.restarts == 0
+        o = w.run("tests.test_review37:job", "hang")
+        assert o.ok and o.value["reason"].startswith("hang")
+        assert w.restarts == 1, "the process that saw a hang must not judge the next candidate"
