@@ -76,3 +76,34 @@ def test_the_worker_is_replaced_after_a_hang_verdict_end_to_end():
         o = w.run("tests.test_review37:job", "hang")
         assert o.ok and o.value["reason"].startswith("hang")
         assert w.restarts == 1, "the process that saw a hang must not judge the next candidate"
+
+
+def _no_max_softmax(x):
+    e = torch.exp(x.float())
+    return (e / e.sum(-1, keepdim=True)).half()
+
+
+def _no_max_log_softmax(x):
+    return (x.float() - torch.log(torch.exp(x.float()).sum(-1, keepdim=True))).half()
+
+
+@pytest.mark.parametrize("task_id,cand,sizes", [
+    ("row-softmax", _no_max_softmax, {"rows": 256, "cols": 4096}),
+    ("row-online-softmax", _no_max_softmax, {"rows": 64, "cols": 1 << 14}),
+    ("row-log-softmax", _no_max_log_softmax, {"rows": 256, "cols": 4096}),
+])
+def test_a_softmax_without_the_max_subtraction_fails_on_the_tasks_inputs(task_id, cand, sizes):
+    """tests/kernels/bad/zz37_softmax_no_max.cu, emulated: exact on standard normal rows, so the
+    task's inputs must reach values where exp overflows (or every term underflows)."""
+    t = general.BY_ID[task_id]
+    for seed in range(3):
+        x = general.inputs(t, sizes, torch.Generator().manual_seed(seed))
+        (ref,) = t.reference(**x)
+        ok, why = within(cand(**x), ref, t.tolerance.kind)
+        assert not ok, f"seed {seed}: {why}"
+        # ... while the honest computation still passes
+        m = x["x"].float().amax(-1, keepdim=True)
+        e = torch.exp(x["x"].float() - m)
+        honest = (e / e.sum(-1, keepdim=True)).half() if "log" not in task_id else \
+            (x["x"].float() - m - torch.log(e.sum(-1, keepdim=True))).half()
+        assert within(honest, ref, t.tolerance.kind)[0]

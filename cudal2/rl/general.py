@@ -8,7 +8,8 @@ Guarantees:
   input sampler per input, a tolerance rule, and a torch reference (`reference(**inputs)` returns
   the outputs in declaration order);
 - `inputs(task, sizes, generator)` samples them (fp16 'normal' never all zeros; 'index' within
-  the bound its spec names);
+  the bound its spec names; 'offset': normal plus one offset per row, uniform in [-128, 128), so
+  a softmax that skips the max subtraction overflows or underflows exp on some rows);
 - `floor_s(task, sizes, peak_flops, peak_bytes_per_s)` is the time floor: the larger of FLOPs at
   peak and bytes moved (every buffer once) at peak bandwidth;
 - `split(task)` puts a task in "heldout" by a hash of its id (one in eight).
@@ -32,7 +33,7 @@ class Buffer:
     name: str
     shape: tuple[str, ...]      # size names, e.g. ("rows", "cols")
     dtype: str = "f16"
-    sample: str = "normal"      # inputs: normal | uniform | positive | index:<size name>
+    sample: str = "normal"      # inputs: normal | uniform | positive | offset | index:<size name>
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,8 @@ def inputs(t: GeneralTask, sizes: dict | None = None, generator=None, device: st
         x = torch.randn(shape, generator=generator, device=device, dtype=torch.float32)
         if b.sample == "uniform":
             x = torch.rand(shape, generator=generator, device=device)
+        elif b.sample == "offset":
+            x = x + (torch.rand(shape[:-1] + (1,), generator=generator, device=device) * 256 - 128)
         elif b.sample == "positive":
             x = 0.5 + 0.5 * torch.rand(shape, generator=generator, device=device)
         out[b.name] = x.to(dt[b.dtype])
@@ -184,10 +187,12 @@ def _suite() -> list[GeneralTask]:
         _row("mean", lambda x: x.float().mean(-1).half()),
         _row("sumsq", lambda x: x.float().square().sum(-1).half()),
         _row("argmax", lambda x: x.float().argmax(-1).to(t().int32), out_dtype="i32", tol=exact),
-        _row("softmax", lambda x: t().softmax(x.float(), -1).half(), out_shape=("rows", "cols")),
+        # 'offset' inputs: a softmax must subtract the row max (standard normal rows never need it)
+        _row("softmax", lambda x: t().softmax(x.float(), -1).half(), out_shape=("rows", "cols"), sample="offset"),
         _row("online-softmax", lambda x: t().softmax(x.float(), -1).half(), out_shape=("rows", "cols"),
-             sizes={"rows": 64, "cols": 1 << 18}),
-        _row("log-softmax", lambda x: t().log_softmax(x.float(), -1).half(), out_shape=("rows", "cols")),
+             sizes={"rows": 64, "cols": 1 << 18}, sample="offset"),
+        _row("log-softmax", lambda x: t().log_softmax(x.float(), -1).half(), out_shape=("rows", "cols"),
+             sample="offset"),
         _row("l2-normalize", lambda x: F().normalize(x.float(), dim=-1).half(), out_shape=("rows", "cols")),
         _row("cumsum", lambda x: x.float().cumsum(-1).half(), out_shape=("rows", "cols"), sample="positive"),
         GeneralTask("norm-layernorm", 2, (Buffer("x", ("rows", "cols")), Buffer("w", ("cols",)), Buffer("b", ("cols",))),
