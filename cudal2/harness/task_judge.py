@@ -7,9 +7,10 @@ Guarantees (`judge_task`, a worker job; `evaluate_task` builds and runs it from 
   memory per thread;
 - every buffer it can address (the task's inputs and outputs, its workspace) is a region of an
   arena (`buffers.Arena`: random layout, checked random background);
-- verification: for each trial, fresh inputs from a new seed, outputs and workspace poisoned with
-  random finite values, the chip scrubbed and free pool blocks unmapped, one call; then the
-  inputs are bitwise what their seed gives (regenerated, no copy kept), the arena's background is
+- verification: at the task's sizes and (unless the caller names sizes) one trial more at
+  `general.tail_sizes` (odd, smaller: a kernel specialized to one size fails there); for each
+  trial, fresh inputs from a new seed, outputs and workspace poisoned with random finite values,
+  the chip scrubbed and free pool blocks unmapped, one call; then the inputs are bitwise what their seed gives (regenerated, no copy kept), the arena's background is
   intact, and every output meets the task's tolerance against the task's torch reference
   ('exact': bitwise; 'relative': |out - ref| <= 2^-9 |ref| + 2^-12 rms(ref) + 2^-24 for 16-bit
   outputs, 2^-14 |ref| + 2^-14 rms(ref) for f32); a repeat with the same inputs must give bitwise the same outputs;
@@ -192,6 +193,8 @@ def _judge(binary, spec_dict, task_id, cfg, sizes, time_it, with_compile, held: 
     from cudal2.rl.general import BY_ID
 
     task = BY_ID[task_id]
+    from cudal2.rl.general import tail_sizes
+    tail = tail_sizes(task) if sizes is None else None
     sizes = dict(sizes or task.sizes)
     try:
         spec = LaunchSpec.from_dict(spec_dict)
@@ -213,7 +216,7 @@ def _judge(binary, spec_dict, task_id, cfg, sizes, time_it, with_compile, held: 
     out: dict = {"ok": False, "task": task_id, "sizes": sizes}
     with cs, torch.cuda.stream(ts):
         def call(st: _Setup, i: int, stage: str) -> None:
-            rc = mod.launch(st.args(i), sizes, st.ws[i], cs.ptr)
+            rc = mod.launch(st.args(i), st.sizes, st.ws[i], cs.ptr)
             if rc:   # 1: the spec does not resolve; any other code is the driver's, maybe sticky
                 raise TaskFailed(stage, f"the call returned {rc}", fault=rc != 1)
 
@@ -260,8 +263,28 @@ def _judge(binary, spec_dict, task_id, cfg, sizes, time_it, with_compile, held: 
         for name, prev in first.items():
             if not torch.equal(st.sets[0][name].cpu().view(torch.uint8), prev.view(torch.uint8)):
                 raise TaskFailed("determinism", f"{name}: a second call on the same inputs gave other bits")
-        out["verified"] = True
         del st
+        if tail is not None:   # any positive sizes: one trial where no tile or vector width divides
+            try:
+                ws_tail = spec.workspace_for(tail)
+            except SpecError as e:
+                raise TaskFailed("verify", str(e)) from None
+            if ws_tail > cfg.verify.max_workspace_bytes:
+                raise TaskFailed("verify", f"asks for {ws_tail} workspace bytes at {tail}, more than "
+                                           f"{cfg.verify.max_workspace_bytes}")
+            st = _Setup(task, tail, ws_tail, 1, cfg.verify.guard_bytes)
+            st.fill(0)
+            guards.scrub()
+            release_memory()
+            torch.cuda.empty_cache()
+            call(st, 0, "verify")
+            settle("verify")
+            try:
+                checked(st, "verify")
+            except TaskFailed as f:
+                raise TaskFailed(f.stage, f"at sizes {tail}: {f.reason}", f.fault) from None
+            del st
+        out["verified"] = True
         if not time_it:
             out["ok"] = True
             return out
