@@ -10,8 +10,8 @@ Guarantees (`judge_task`, a worker job; `evaluate_task` builds and runs it from 
 - verification: at the task's sizes and (unless the caller names sizes) one trial more at
   `general.tail_sizes` (odd, smaller: a kernel specialized to one size fails there); for each
   trial, fresh inputs from a new seed, outputs and workspace poisoned with random finite values,
-  the chip scrubbed and free pool blocks unmapped, one call; then the inputs are bitwise what their seed gives (regenerated, no copy kept), the arena's background is
-  intact, and every output meets the task's tolerance against the task's torch reference
+  the chip scrubbed and free pool blocks unmapped, one call; then the inputs are bitwise what
+  their seed gives (regenerated, no copy kept), the arena's background is intact, and every output meets the task's tolerance against the task's torch reference
   ('exact': bitwise; 'relative': |out - ref| <= 2^-9 |ref| + 2^-12 rms(ref) + 2^-24 for 16-bit
   outputs, 2^-14 |ref| + 2^-14 rms(ref) for f32); a repeat with the same inputs must give bitwise the same outputs;
 - timing: CUDA graphs over input sets larger than twice the L2, the candidate against the torch
