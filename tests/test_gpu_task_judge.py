@@ -30,8 +30,24 @@ def test_the_reference_solution_passes(worker, task):
     assert r["ok"], f"{task}: {r.get('stage')}: {r.get('reason')}"
 
 
-@pytest.mark.parametrize("name,stage", [("relu_oob.cu", "canary"), ("relu_half_done.cu", "verify"),
-                                        ("relu_writes_input.cu", "inputs")])
-def test_a_bad_task_kernel_fails_at_its_stage(worker, name, stage):
+@pytest.mark.parametrize("name,task,stages", [
+    ("relu_oob.cu", "ew-relu", {"canary"}), ("relu_half_done.cu", "ew-relu", {"verify"}),
+    ("relu_writes_input.cu", "ew-relu", {"inputs"}),
+    # review 37: a literal grid for the task's one size (fails at the odd, smaller sizes: past the
+    # end of the smaller buffers, or a fault), and a softmax without the max subtraction
+    ("zz37_relu_fixed_size.cu", "ew-relu", {"canary", "verify"}),
+    ("zz37_softmax_no_max.cu", "row-softmax", {"verify"}),
+])
+def test_a_bad_task_kernel_fails_at_its_stage(worker, name, task, stages):
+    r = evaluate_task((KERNELS / "tasks" / name).read_text(), task, Config(), worker, time_it=False)
+    assert not r["ok"] and r["stage"] in stages, r
+
+
+@pytest.mark.parametrize("name", ["zz37_task_sticky_fault.cu", "zz37_task_hang.cu"])
+def test_after_a_fault_or_a_hang_the_next_candidate_is_judged_in_a_fresh_worker(worker, name):
+    # review 37: the broken context (an illegal address) or the kernel still spinning (a hang) decided
+    # the next candidate's verdict; now the worker is replaced after such a verdict
     r = evaluate_task((KERNELS / "tasks" / name).read_text(), "ew-relu", Config(), worker, time_it=False)
-    assert not r["ok"] and r["stage"] == stage, r
+    assert not r["ok"] and r["stage"] == "verify", r
+    nxt = evaluate_task((REFS / "ew-relu.cu").read_text(), "ew-relu", Config(), worker, time_it=False)
+    assert nxt["ok"], nxt

@@ -93,7 +93,7 @@ def _no_max_log_softmax(x):
     ("row-log-softmax", _no_max_log_softmax, {"rows": 256, "cols": 4096}),
 ])
 def test_a_softmax_without_the_max_subtraction_fails_on_the_tasks_inputs(task_id, cand, sizes):
-    """tests/kernels/bad/zz37_softmax_no_max.cu, emulated: exact on standard normal rows, so the
+    """tests/kernels/tasks/zz37_softmax_no_max.cu, emulated: exact on standard normal rows, so the
     task's inputs must reach values where exp overflows (or every term underflows)."""
     t = general.BY_ID[task_id]
     for seed in range(3):
@@ -111,7 +111,7 @@ def test_a_softmax_without_the_max_subtraction_fails_on_the_tasks_inputs(task_id
 
 @pytest.mark.parametrize("task", general.SUITE, ids=lambda t: t.id)
 def test_the_judge_has_a_second_size_set_no_tile_divides(task):
-    """tests/kernels/bad/zz37_relu_fixed_size.cu (a literal grid, no tail) passed when the judge
+    """tests/kernels/tasks/zz37_relu_fixed_size.cu (a literal grid, no tail) passed when the judge
     verified at the task's sizes alone; `tail_sizes` is the second set it now verifies at."""
     from cudal2.harness import launch
     from cudal2.rl.general import tail_sizes
