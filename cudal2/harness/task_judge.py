@@ -190,11 +190,10 @@ def _judge(binary, spec_dict, task_id, cfg, sizes, time_it, with_compile, held: 
     from cudal2.harness.launch import LaunchSpec, SpecError
     from cudal2.harness.module import LoadError, Module
     from cudal2.harness.worker import beat
-    from cudal2.rl.general import BY_ID
+    from cudal2.rl.general import BY_ID, tail_sizes
 
     task = BY_ID[task_id]
-    from cudal2.rl.general import tail_sizes
-    tail = tail_sizes(task) if sizes is None else None
+    tail = tail_sizes(task) if sizes is None else None   # a caller's own sizes are judged as given
     sizes = dict(sizes or task.sizes)
     try:
         spec = LaunchSpec.from_dict(spec_dict)
