@@ -426,8 +426,8 @@ def check(listings: dict[str, Listing]) -> list[str]:
             if state[(name, k)] is None:
                 continue   # never reached from any entry
             regs = _view(state[(name, k)], _literal(ins))
-            lo, hi = f"UR{m.group(2)}", f"UR{int(m.group(2)) + 1}"
             n = int(m.group(2))
+            lo, hi = f"UR{n}", f"UR{n + 1}"
             rest = ins.text[:m.start()] + ins.text[m.end():]
             if shared := [f"UR{r}" for r in (n - 1, n, n + 1) if re.search(rf"(?<![\w.])UR{r}(?!\d)", rest)]:
                 # `LDGSTS [UR4], desc[UR5][R2.64]`: ptxas overwrites the policy's low word with the

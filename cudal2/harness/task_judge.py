@@ -243,9 +243,9 @@ def _judge(binary, spec_dict, task_id, cfg, sizes, time_it, with_compile, held: 
                 if not ok:
                     raise TaskFailed(stage, why if st.n == 1 else f"set {i}: {why}")
 
-        # --- verification ---------------------------------------------------------------------
-        st = _Setup(task, sizes, ws_bytes, 1, cfg.verify.guard_bytes)
-        for _ in range(cfg.verify.gaussian_trials):
+        def trial(st: _Setup) -> None:
+            """One verification call: fresh inputs under fresh poison, the chip scrubbed, free pool
+            blocks unmapped, then every check."""
             st.fill(0)
             guards.scrub()
             release_memory()
@@ -253,6 +253,11 @@ def _judge(binary, spec_dict, task_id, cfg, sizes, time_it, with_compile, held: 
             call(st, 0, "verify")
             settle("verify")
             checked(st, "verify")
+
+        # --- verification ---------------------------------------------------------------------
+        st = _Setup(task, sizes, ws_bytes, 1, cfg.verify.guard_bytes)
+        for _ in range(cfg.verify.gaussian_trials):
+            trial(st)
         # Determinism: the last trial's inputs again, under fresh poison, give the same bits.
         first = {b.name: st.sets[0][b.name].cpu() for b in task.outputs}   # on the host: out of a call's reach
         st.fill(0, inputs=False)
@@ -272,14 +277,8 @@ def _judge(binary, spec_dict, task_id, cfg, sizes, time_it, with_compile, held: 
                 raise TaskFailed("verify", f"asks for {ws_tail} workspace bytes at {tail}, more than "
                                            f"{cfg.verify.max_workspace_bytes}")
             st = _Setup(task, tail, ws_tail, 1, cfg.verify.guard_bytes)
-            st.fill(0)
-            guards.scrub()
-            release_memory()
-            torch.cuda.empty_cache()
-            call(st, 0, "verify")
-            settle("verify")
             try:
-                checked(st, "verify")
+                trial(st)
             except TaskFailed as f:
                 raise TaskFailed(f.stage, f"at sizes {tail}: {f.reason}", f.fault) from None
             del st
