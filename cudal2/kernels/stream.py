@@ -76,7 +76,8 @@ class Stream(Family):
     }
 
     def context(self, params: Params, p: Problem) -> dict[str, Any]:
-        ROWS, KC, STAGES, WARPS, A_RES, SPLIT_ROWS, GRID = (params[k] for k in list(self.space)[:7])
+        ROWS, KC, STAGES, WARPS, A_RES, SPLIT_ROWS, GRID = (
+            params[k] for k in ("ROWS", "KC", "STAGES", "WARPS", "A_RES", "SPLIT_ROWS", "GRID"))
         KS = params.get("KSPLIT", 1)   # an entry made before the k split had none
         nt = ROWS // 8
         nrb, nkc = cdiv(p.N, ROWS), cdiv(p.K, KC)
@@ -111,7 +112,7 @@ class Stream(Family):
             return f"M={p.M}: the stream family covers M <= {MAX_M} (one m16n8k16 row tile)"
         ROWS, KC, STAGES, GRID = params["ROWS"], params["KC"], params["STAGES"], params["GRID"]
         d = self.context(params, p)
-        KS = params.get("KSPLIT", 1)
+        KS = d["KSPLIT"]
         if KS > 1:
             if params["A_RES"] or params["SPLIT_ROWS"]:
                 return f"KSPLIT={KS}: a k split takes A with each stage (A_RES=0) and whole row blocks (SPLIT_ROWS=0)"

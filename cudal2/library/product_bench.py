@@ -135,6 +135,12 @@ def many(f, calls: int) -> None:
         f()
 
 
+def lone(clock, f) -> float:
+    """ms of one call of f after an L2 flush and an idle GPU (the flushed mode's measurement)."""
+    clock.idle_cold()
+    return clock.time(f)
+
+
 def modes(clock, ours, theirs, rounds: int, calls: int, use=None) -> dict:
     """The three modes as paired ratios t(theirs) / t(ours): eager (`calls` back-to-back calls),
     graph (the same calls captured once each and replayed), flushed (one call after an L2 flush
@@ -167,11 +173,7 @@ def modes(clock, ours, theirs, rounds: int, calls: int, use=None) -> dict:
     except Exception as err:  # noqa: BLE001  recorded: the mode is missing, not the shape
         row["graph"], row["graph_error"] = None, f"{type(err).__name__}: {err}".splitlines()[0]
 
-    def flushed(f):
-        clock.idle_cold()
-        return clock.time(f)
-
-    record("flushed", _paired(ours, theirs, 3 * rounds, timed(flushed)), 1)
+    record("flushed", _paired(ours, theirs, 3 * rounds, timed(lambda f: lone(clock, f))), 1)
     return row
 
 
@@ -239,13 +241,8 @@ def copy_rate(torch, clock, W, rounds: int, calls: int, row: dict) -> dict:
     one = lambda: dst.copy_(W)  # noqa: E731
     one()
     g = clock.graph(lambda: many(one, calls))
-
-    def flushed():
-        clock.idle_cold()
-        return clock.time(one)
-
     us = {"graph": 1e3 * statistics.median(clock.time(g) for _ in range(rounds)) / calls,
-          "flushed": 1e3 * statistics.median(flushed() for _ in range(3 * rounds))}
+          "flushed": 1e3 * statistics.median(lone(clock, one) for _ in range(3 * rounds))}
     nbytes = W.numel() * W.element_size()
     out = {"bytes": nbytes, "us": us, "rw_gbps": {m: 2 * nbytes / t / 1e3 for m, t in us.items()}, "pct_of_copy": {}}
     for m, t_copy in us.items():
