@@ -286,6 +286,10 @@ class Judge:
         with self.stream:
             rc = self.cand.call(a, b, c, p.M, p.N, p.K, w, wb, self.stream.ptr)
             if rc != 0:
+                # review 38: what earlier launches of a multi-kernel call enqueued must end, cleanly
+                # (a hang or CUDA error is a fault), before the verdict and the module's unload
+                self.wait(stage, timeout)
+                self.drain_device(stage, timeout)
                 raise Failed(stage, f"the call returned {rc} ({_error_name(rc)})")
             self.wait(stage, timeout)
 

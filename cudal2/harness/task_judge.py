@@ -217,6 +217,10 @@ def _judge(binary, spec_dict, task_id, cfg, sizes, time_it, with_compile, held: 
         def call(st: _Setup, i: int, stage: str) -> None:
             rc = mod.launch(st.args(i), st.sizes, st.ws[i], cs.ptr)
             if rc:   # 1: the spec does not resolve; any other code is the driver's, maybe sticky
+                # review 38: a later launch can return 1 (cuLaunchKernelEx's invalid value, e.g. a
+                # block z over 64) after earlier launches of this call were enqueued: they must end,
+                # cleanly, before the verdict and the module's unload (a hang or error: a fault)
+                settle(stage)
                 raise TaskFailed(stage, f"the call returned {rc}", fault=rc != 1)
 
         def settle(stage: str) -> None:
