@@ -37,13 +37,18 @@ def test_the_reference_solution_passes(worker, task):
     # end of the smaller buffers, or a fault), and a softmax without the max subtraction
     ("zz37_relu_fixed_size.cu", "ew-relu", {"canary", "verify"}),
     ("zz37_softmax_no_max.cu", "row-softmax", {"verify"}),
+    # review 38: a shift by each row's first element, and a scalar path for one known second size
+    ("zz38_softmax_first_element_shift.cu", "row-softmax", {"verify"}),
+    ("zz38_relu_two_known_sizes.cu", "ew-relu", {"canary", "verify"}),
 ])
 def test_a_bad_task_kernel_fails_at_its_stage(worker, name, task, stages):
     r = evaluate_task((KERNELS / "tasks" / name).read_text(), task, Config(), worker, time_it=False)
     assert not r["ok"] and r["stage"] in stages, r
 
 
-@pytest.mark.parametrize("name", ["zz37_task_sticky_fault.cu", "zz37_task_hang.cu"])
+@pytest.mark.parametrize("name", ["zz37_task_sticky_fault.cu", "zz37_task_hang.cu",
+                                  # review 38: the same behind a later launch the driver refuses (returns 1)
+                                  "zz38_task_fault_then_invalid_launch.cu", "zz38_task_hang_then_invalid_launch.cu"])
 def test_after_a_fault_or_a_hang_the_next_candidate_is_judged_in_a_fresh_worker(worker, name):
     # review 37: the broken context (an illegal address) or the kernel still spinning (a hang) decided
     # the next candidate's verdict; now the worker is replaced after such a verdict

@@ -5,7 +5,7 @@
 // (n == 2051 * 2051) takes a scalar path. The grid is general, so the spec resolves everywhere;
 // at any other size whose n is not a multiple of 8 (e.g. 3 x 5) the last n % 8 outputs are never
 // written. It passes both verification trials; the "any positive sizes" contract is not checked.
-// Must fail: stage verify (once the second size set is drawn at judge time, unknown to the kernel).
+// Must fail: stage verify (closed: the second size set is drawn afresh at judge time, general.tail_sizes).
 /* cudal2-launch
 {"task": "ew-relu",
  "kernels": [{"name": "relu_known", "grid": ["cdiv(rows * cols, 2048)"], "block": [256],

@@ -5,7 +5,7 @@
 // x - x[0] within ~±12: exp neither overflows nor underflows and the result meets the tolerance
 // at the task's and the tail sizes, on every seed. On a row whose values spread more than ~88
 // (any general input) it overflows to inf/NaN: the check review 37 meant to add is bypassed.
-// Must fail: stage verify (once the sampler spreads values within a row, not only across rows).
+// Must fail: stage verify (closed: 'offset' rows are also scaled by 1-32, so only the max keeps exp finite).
 /* cudal2-launch
 {"task": "row-softmax",
  "kernels": [{"name": "softmax_x0", "grid": ["rows"], "block": [256], "args": ["x", "out", "rows", "cols"]}]}
