@@ -158,8 +158,9 @@ class Worker:
             if msg[0] == "beat":
                 stage, deadline = msg[1], time.monotonic() + msg[2]
                 continue
-            if msg[-1]:  # the child is leaving after this answer: let it go before the next job
-                self._stop()
+            if msg[-1]:  # the child is leaving after this answer: end it before the next job. It is
+                # killed, not joined: after a hang its context's teardown waits on the spinning kernel
+                self._stop(kill=True)
                 self.restarts += 1
             if msg[0] == "ok":
                 return Outcome(True, msg[1], stage=stage)
