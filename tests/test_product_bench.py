@@ -151,3 +151,29 @@ def test_a_decode_rows_copy_rate_is_the_read_rate_over_a_copys_read_and_write_ra
     # ours reads 2000 B a ms; the copy moves 2 x 2000 B in 0.5 ms: 25 %; theirs (2 ms) 12.5 %
     assert copy["pct_of_copy"]["graph"] == {"ours": 25.0, "theirs": 12.5}
     assert copy["rw_gbps"]["flushed"] == 2 * 2000 / 500.0 / 1e3
+
+
+class _CountingClock:
+    """A clock with no GPU: every timing is 1 ms; counts the graphs captured."""
+
+    def __init__(self):
+        self.captures = 0
+
+    def time(self, work):
+        work()
+        return 1.0
+
+    def idle_cold(self):
+        pass
+
+    def graph(self, work):
+        self.captures += 1
+        return work
+
+
+def test_graph_mode_captures_afresh_each_round():
+    # a replay's time moved with its capture (eval/aa_probe.py: A/A ±3% at a 20 µs call), so one
+    # capture per side must not decide every round of a shape
+    clock = _CountingClock()
+    row = pb.modes(clock, lambda: None, lambda: None, rounds=5, calls=2)
+    assert clock.captures == 2 * 5 and row["graph"] == 1.0
