@@ -91,6 +91,7 @@ class TorchClock:
         torch.cuda.current_stream().wait_stream(s)
         with torch.cuda.graph(g):
             work()
+        g.replay()   # untimed: a new graph's first launch also uploads it (more nodes, more cost)
         return g.replay
 
 
@@ -125,6 +126,7 @@ class CupyClock:
                 work()
             finally:
                 g = s.end_capture()
+        g.launch(cp.cuda.get_current_stream())   # untimed, as TorchClock.graph's first replay
         return lambda: g.launch(cp.cuda.get_current_stream())
 
 
@@ -167,7 +169,8 @@ def modes(clock, ours, theirs, rounds: int, calls: int, use=None) -> dict:
     try:
         # Each round captures its own graphs: where a replay's time moves with the capture (its
         # pool's addresses), one capture per side read as a steady ±3% at a 20 µs call, A/A
-        # (eval/aa_probe.py); a capture per round puts that spread inside the median.
+        # (eval/aa_probe.py); a capture per round puts that spread inside the median. The clock
+        # replays each new graph once untimed: timed, its upload favoured the side with fewer nodes.
         record("graph", _paired(ours, theirs, rounds,
                                 timed(lambda f: clock.time(clock.graph(lambda: many(f, calls))))), calls)
     except Exception as err:  # noqa: BLE001  recorded: the mode is missing, not the shape
