@@ -141,7 +141,9 @@ def parse_claim(source: str) -> ShapeClaim:
                 lo, hi, n, k = map(int, m.groups())
                 if lo > hi:
                     raise ProblemError(f"cudal2-shapes: empty M range {item!r}")
-                Problem(hi, n, k)  # validates N, K
+                # both ends: verification builds Problem(lo, n, k) too, and an M of 0 raised there,
+                # outside the evaluator's try (review 39, bad/zz39_mrange_zero_low_end)
+                Problem(lo, n, k), Problem(hi, n, k)  # validates M's ends, N, K
                 ranges.append((lo, hi, n, k))
             elif m := _EXACT.fullmatch(item):
                 exact.append(Problem(*map(int, m.groups())))

@@ -122,14 +122,14 @@ class Evaluator:
         r.build = {k: v for k, v in b.to_dict().items() if k != "log"} | {"log_tail": b.log[-2000:]}
         if not b.ok:
             return r.fail(Stage(b.stage), b.reason)
-        try:
-            claim = parse_claim(c.source)
+        try:   # the claim is the candidate's text: any shape it leads to that is not a Problem is its
+            claim = parse_claim(c.source)   # failure, never an exception out of evaluate (review 39)
+            if not claim.covers(p):
+                return r.fail(Stage.LOAD, f"the kernel does not declare shape {p} (see its cudal2-shapes line)")
+            tiles = LaunchSpec.from_dict(b.spec).m_tiles if b.spec else [128]
+            full, light = claim.verification_shapes(p, tiles)
         except ProblemError as e:
             return r.fail(Stage.LOAD, str(e))
-        if not claim.covers(p):
-            return r.fail(Stage.LOAD, f"the kernel does not declare shape {p} (see its cudal2-shapes line)")
-        tiles = LaunchSpec.from_dict(b.spec).m_tiles if b.spec else [128]
-        full, light = claim.verification_shapes(p, tiles)
         req = JudgeRequest(b.lib_path, b.kind, b.spec, p.M, p.N, p.K, self.cfg, [(s.M, s.N, s.K) for s in full],
                            [(s.M, s.N, s.K) for s in light], time_it)
         t0 = time.monotonic()
