@@ -46,3 +46,64 @@ def test_any_problem_error_of_the_claims_verification_shapes_is_a_load_failure(c
     src = (KERNELS / "good" / "naive_v2.cu").read_text()
     r = _finish(cfg, src)
     assert not r.ok and r.stage == Stage.LOAD and "positive integer" in r.reason
+
+
+# --- the PTX rules' time: bounded whatever PTX a candidate writes -------------------------------
+
+def _ptx(decl: str, body: str) -> str:
+    return (".version 8.0\n.target sm_90a\n.address_size 64\n.visible .entry k(\n.param .u64 k_param_0\n)\n"
+            f"{{\n{decl}\n{body}ret;\n}}\n")
+
+
+@pytest.mark.timeout(60)
+def test_a_long_copy_chain_of_a_policy_register_is_read_in_linear_time():
+    # _policies' passes to a fixpoint took one pass per link: 4,000 links 43 s, 64,000 hours
+    from cudal2.harness.cubin import _policies, _statements
+    n = 64000
+    body = "createpolicy.fractional.L2::evict_last.b64 p0, 1.0;\n" + "".join(
+        f"mov.b64 p{i + 1}, p{i};\n" for i in range(n))
+    known = _policies(_statements(body))
+    assert len(known) == n + 1   # the same least fixpoint: every link a policy word
+
+
+@pytest.mark.timeout(60)
+def test_a_long_copy_chain_of_a_parameter_address_is_read_in_linear_time():
+    # _classes, the same passes: each link of a copy of the parameter's address keeps its class
+    from cudal2.harness.cubin import _classes, _statements
+    n = 64000
+    body = "mov.b64 q0, k_param_0;\n" + "".join(f"mov.b64 q{i + 1}, q{i};\n" for i in range(n)) + \
+        "cvta.param.u64 g, q7;\n"
+    cls = _classes(_statements(body), {"k_param_0": 8})
+    assert cls[f"q{n}"] == "P:k_param_0" and cls["g"] == "G" and len(cls) == n + 2
+
+
+@pytest.mark.timeout(60)
+def test_the_policy_path_search_is_bounded_and_refuses_past_its_budget():
+    from cudal2.harness.cubin import statement_violations
+    n = 8192
+    body = ("setp.lt.s32 q, 1, 0;\n@q bra END;\n" + "createpolicy.fractional.L2::evict_last.b64 pol, 1.0;\n" * n
+            + "END:\n" + "ld.global.L2::cache_hint.b32 t, [x], pol;\n" * n)
+    v = statement_violations(_ptx(".reg .pred q;\n.reg .b64 pol, x;\n.reg .b32 t;\nmov.b64 x, 0;", body))
+    assert any("than the rule can check" in x for x in v)
+
+
+def test_the_path_search_still_accepts_a_policy_written_on_every_path():
+    # one search per write gives the old verdicts: a write before the read on every path passes,
+    # one a guarded branch jumps over does not
+    from cudal2.harness.cubin import statement_violations
+    decl = ".reg .pred q;\n.reg .b64 pol, x;\n.reg .b32 t;\nmov.b64 x, 0;"
+    ok = "createpolicy.fractional.L2::evict_last.b64 pol, 1.0;\n" + "ld.global.L2::cache_hint.b32 t, [x], pol;\n" * 50
+    assert statement_violations(_ptx(decl, ok)) == []
+    jumped = "setp.lt.s32 q, 1, 0;\n@q bra L;\n" + ok.replace("ld.", "L:\nld.", 1)
+    assert any("reaches unwritten" in x for x in statement_violations(_ptx(decl, jumped)))
+
+
+@pytest.mark.timeout(300)
+def test_the_blowup_kernel_fails_the_build_within_seconds(cfg):
+    import time
+
+    from cudal2.harness.build import build
+    t0 = time.monotonic()
+    r = build((BAD / "zz39_policy_path_search_blowup.cu").read_text(), cfg.build)
+    assert not r.ok and r.stage == "build" and "than the rule can check" in r.reason
+    assert time.monotonic() - t0 < 120

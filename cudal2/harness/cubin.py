@@ -326,7 +326,9 @@ def _policies(stmts) -> set[str]:
     of such a name (flow-insensitive, to a fixpoint, as `_classes`)."""
     defs = _definitions(stmts)
 
-    def made(op: str, args: list[str], known: set[str]) -> bool:
+    def source(op: str, args: list[str]):
+        """True: the definition makes a policy; False: it never does; a name: it does once that name
+        is known (a copy)."""
         if op.startswith(_POLICY_MAKERS):
             return True
         if not op.startswith("mov.") or len(args) != 2:
@@ -337,14 +339,37 @@ def _policies(stmts) -> set[str]:
                 return int(txt, 8 if re.fullmatch(r"0\d+", txt) else 0) in _NAMED_POLICIES
             except ValueError:
                 return False
-        return args[1] in known
+        return args[1]
 
+    # The least fixpoint by a worklist (review 39): recomputing every name until nothing changed took
+    # one pass per link of a copy chain, quadratic (4,000 `mov` copies: 43 s, with no bound on the
+    # rules' time); each definition is now looked at once, and each copy once more when its source
+    # becomes known.
+    waiting: dict[str, int] = {}      # name -> its definitions not yet known to make a policy
+    users: dict[str, list[str]] = {}  # name -> the names with a definition that copies it
+    ready: list[str] = []
+    for n, ds in defs.items():
+        deps = [source(op, args) for op, args in ds]
+        if False in deps:
+            continue
+        names = [d for d in deps if d is not True]
+        for d in names:
+            users.setdefault(d, []).append(n)
+        if names:
+            waiting[n] = len(names)
+        else:
+            ready.append(n)
     known: set[str] = set()
-    while True:
-        new = {n for n, ds in defs.items() if all(made(op, args, known) for op, args in ds)}
-        if new == known:
-            return known
-        known = new
+    while ready:
+        m = ready.pop()
+        known.add(m)
+        for n in users.get(m, ()):
+            if n in waiting:
+                waiting[n] -= 1
+                if not waiting[n]:
+                    del waiting[n]
+                    ready.append(n)
+    return known
 
 
 def _policy_uses(stmts, body: str) -> list[str]:
@@ -359,7 +384,12 @@ def _policy_uses(stmts, body: str) -> list[str]:
         elif "cache_hint" in op and (not args or args[-1] not in known):
             out.append(f"`{st[:80]}` gives a cache_hint access a policy word that createpolicy did not make: the word "
                        "is the access's memory descriptor")
-    for st in _unwritten_reads(body, known):
+    try:
+        unwritten = _unwritten_reads(body, known)
+    except _TooComplex:
+        return out + [f"more cache_hint policy reads and writes on more paths than the rule can check "
+                      f"({PATH_STEPS} steps): a policy register it cannot follow is not accepted"]
+    for st in unwritten:
         out.append(f"`{st[:80]}` reads a cache_hint policy register that a path reaches unwritten (a guarded or "
                    "jumped-over createpolicy, or one in another scope): ptxas fills an undefined descriptor with "
                    "whatever registers it likes")
@@ -448,19 +478,38 @@ def _unwritten_reads(body: str, known: set[str]) -> list[str]:
         to = [] if lab == "-" else labels.get(lab, every) if lab else every
         return to + ([p + 1] if falls else [])
 
-    def avoids(at: int, w: int) -> bool:   # some path from the entry reaches `at` without passing `w`
-        seen, todo = {1}, [1] if w != 1 else []
-        while todo:
-            p = todo.pop()
-            if p == at:
-                return True
-            for q in next_of(p):
-                if q != w and q not in seen and q <= pos:
-                    seen.add(q)
-                    todo.append(q)
-        return False
+    # Review 39 (bad/zz39_policy_path_search_blowup): a search per (read, write) pair cost reads x
+    # writes x statements, and nothing bounds the rules' time (the build's timeout is nvcc's and
+    # ptxas's): 1,024 createpolicy writes jumped over and 1,024 reads after them, a few lines of
+    # macros, took minutes, 8x that hours, and the reward batch waited. Now one search per write
+    # (what the entry reaches without passing it), and a budget of steps in all: past it the
+    # function is refused (fail closed: what the rule cannot finish checking is not accepted).
+    budget = [PATH_STEPS]
+    reach: dict[int, set[int]] = {}
+
+    def reached_without(w: int) -> set[int]:   # what some path from the entry reaches without passing `w`
+        if w not in reach:
+            seen, todo = ({1}, [1]) if w != 1 else (set(), [])
+            while todo:
+                p = todo.pop()
+                for q in next_of(p):
+                    budget[0] -= 1
+                    if q != w and q not in seen and q <= pos:
+                        seen.add(q)
+                        todo.append(q)
+                if budget[0] < 0:
+                    raise _TooComplex
+            reach[w] = seen
+        return reach[w]
     return [st for at, name, ident, st in reads
-            if not any(w < at and not avoids(at, w) for w in writes.get((ident, name), []))]
+            if not any(w < at and at not in reached_without(w) for w in writes.get((ident, name), []))]
+
+
+PATH_STEPS = 4_000_000   # the path searches' steps per function (every honest kernel: under 20,000)
+
+
+class _TooComplex(Exception):
+    """A function whose paths the policy rule cannot search within `PATH_STEPS`."""
 
 
 def _classes(stmts, sizes: dict[str, int]) -> dict[str, str]:
@@ -468,26 +517,48 @@ def _classes(stmts, sizes: dict[str, int]) -> dict[str, str]:
     "G" when every definition is a cvta.param of such a name (or a copy of one); names defined any
     other way get no class (flow-insensitive: one other definition anywhere is enough)."""
     defs = _definitions(stmts)
+    # The least fixpoint by a worklist (review 39: a pass per link of a copy chain was quadratic, as in
+    # `_policies`). A definition is a class at once (a copy of a parameter), never one, or one once its
+    # source's class is known; a name whose definitions are all known gets their class when they agree,
+    # and a name's class, once given, never changes (what the passes to a fixpoint computed).
+    waiting: dict[str, list] = {}     # name -> [definitions still waiting on a source, classes so far]
+    users: dict[str, list[tuple[str, str]]] = {}   # source -> (name, op) of each definition copying it
     cls: dict[str, str] = {}
-    for _ in range(len(defs) + 1):   # to a fixpoint: a copy's class follows its source's
-        new: dict[str, str] = {}
-        for name, ds in defs.items():
-            got = set()
-            for op, args in ds:
-                src = args[1] if len(args) == 2 else ""
-                if op.startswith("mov.") and src in sizes:
-                    got.add("P:" + src)
-                elif op.startswith("mov.") and src in cls:
-                    got.add(cls[src])
-                elif op.startswith("cvta.param") and cls.get(src, "").startswith("P:"):
-                    got.add("G")
-                else:
-                    got.add("other")
-            if len(got) == 1 and "other" not in got:
-                new[name] = got.pop()
-        if new == cls:
-            break
-        cls = new
+    ready: list[str] = []
+
+    def settle(n: str, got: set[str]) -> None:
+        if len(got) == 1 and "other" not in got:
+            cls[n] = got.pop()
+            ready.append(n)
+
+    for name, ds in defs.items():
+        got, pending = set(), 0
+        for op, args in ds:
+            src = args[1] if len(args) == 2 else ""
+            if op.startswith("mov.") and src in sizes:
+                got.add("P:" + src)
+            elif (op.startswith("mov.") or op.startswith("cvta.param")) and src in defs:
+                users.setdefault(src, []).append((name, op))
+                pending += 1
+            else:
+                got.add("other")
+        if "other" in got:
+            continue
+        if pending:
+            waiting[name] = [pending, got]
+        else:
+            settle(name, got)
+    while ready:
+        m = ready.pop()
+        for n, op in users.get(m, ()):
+            if n not in waiting:
+                continue
+            w = waiting[n]
+            w[0] -= 1
+            w[1].add(cls[m] if op.startswith("mov.") else "G" if cls[m].startswith("P:") else "other")
+            if not w[0]:
+                del waiting[n]
+                settle(n, w[1])
     return cls
 
 
