@@ -107,3 +107,34 @@ def test_the_blowup_kernel_fails_the_build_within_seconds(cfg):
     r = build((BAD / "zz39_policy_path_search_blowup.cu").read_text(), cfg.build)
     assert not r.ok and r.stage == "build" and "than the rule can check" in r.reason
     assert time.monotonic() - t0 < 120
+
+
+def test_an_exception_of_the_gemm_judge_replaces_its_worker_and_unloads_nothing(monkeypatch):
+    # review 39: judge() caught only Failed; an exception of its own unloaded the module under
+    # launches that may still run and kept the worker for the next candidate
+    from types import SimpleNamespace
+
+    from cudal2.config import Config
+    from cudal2.harness import judge as judge_mod
+    from cudal2.harness.artifact import JudgeRequest
+
+    exits, closed = [], []
+
+    class Broken:
+        checks: dict = {}
+
+        def __init__(self, req, cfg):
+            pass
+
+        def phase(self, name):
+            raise RuntimeError("cudaErrorLaunchFailure")   # e.g. a driver error the judge did not foresee
+
+        def close(self):
+            closed.append(1)
+
+    monkeypatch.setattr(judge_mod, "device", lambda: SimpleNamespace(name="x", driver="0", cc=(9, 0), sm_count=132))
+    monkeypatch.setattr(judge_mod, "Judge", Broken)
+    monkeypatch.setattr(judge_mod, "request_exit", lambda: exits.append(1))
+    with pytest.raises(RuntimeError):
+        judge_mod.judge(JudgeRequest("x.cubin", "cubin", {}, 128, 128, 64, Config()))
+    assert exits and not closed

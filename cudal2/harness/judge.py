@@ -66,7 +66,7 @@ from cudal2.harness import buffers, compare, driver, guards, snapshots, timing
 from cudal2.harness.artifact import JudgeRequest
 from cudal2.harness.baselines import Cublas, Sets, autotuned as baselines_autotuned, runners as baseline_runners
 from cudal2.harness.device import DeviceInfo, probe, sm_clock_mhz
-from cudal2.harness.worker import beat
+from cudal2.harness.worker import beat, request_exit
 from cudal2.problem import Problem
 from cudal2.result import Fault, Stage, Timing
 
@@ -434,8 +434,10 @@ class Judge:
                     def cand(i: int) -> None:
                         rc = self.cand.call(sets.A[i].data.ptr, sets.B[i].data.ptr, sets.C[i].data.ptr, p.M, p.N,
                                             p.K, sets.W[i], ws, self.stream.ptr)
-                        if rc != 0:
-                            raise Failed(Stage.TIMING, f"the call returned {rc} ({_error_name(rc)}) in a timed call")
+                        if rc != 0:   # earlier launches of the call may still run, maybe inside a
+                            # capture no wait may break: a fault, so the process goes, not the module alone
+                            raise Failed(Stage.TIMING, f"the call returned {rc} ({_error_name(rc)}) in a timed call",
+                                         Fault.CUDA_ERROR)
                     core["candidate"] = cand
                 core.update(baseline_runners(tc.baselines, sets, self.stream, self.cublas, lt, tc.autotune_k,
                                              tc.min_replay_ms, tc.max_graph_calls, timeout))
@@ -794,12 +796,17 @@ def judge(req: JudgeRequest) -> dict:
         out.update(stage=Stage.DONE.value, ok=True)
     except Failed as f:
         out.update(stage=f.stage.value, reason=f.reason, fault=f.fault.value if f.fault else None)
+    except BaseException:
+        # an exception of the judge's own may leave the candidate's launches running: no unload
+        # under them, and the process is replaced, as the task judge does (review 39)
+        out["fault"] = "harness"
+        request_exit()
+        raise
     finally:
         out["checks"] = j.checks if j else {}
         out["elapsed_s"] = time.monotonic() - t0
         if j is not None and not out.get("fault"):
             j.close()
-    from cudal2.harness.worker import request_exit
     if out.get("fault") or req.kind != "cubin":
         request_exit()  # a hang or sticky error leaves the context unusable; host code gets a fresh process
     else:
