@@ -13,9 +13,10 @@ Guarantees:
 - three modes, each as paired rounds (the two callers alternate, each round gives one ratio
   t_vendor / t_library, the median of the ratios is reported): eager (back-to-back calls, host
   overhead included; 50 a round, fewer only where they would take over ROUND_MS: `calls_for`),
-  graph (the same calls captured in a CUDA graph, afresh each round, and replayed), flushed (one call after an L2
-  flush and an idle GPU: the latency of a lone request, the host's launch path included, which
-  after an idle spell is most of the difference at 1-2 ms shapes: eval/cold_start_probe.py);
+  graph (the same calls captured in a CUDA graph, afresh each round, and replayed), flushed (one
+  call after an L2 flush and an idle GPU: the latency of a lone request, the host's launch path
+  included, which after an idle spell is most of the difference at 1-2 ms shapes:
+  eval/cold_start_probe.py);
   beside each ratio, each side's median time of one call (`<mode>_us`);
 - at decode shapes (M <= 16, where B streams and the bar is HBM), a device copy of B's bytes timed
   the same way (graph, flushed), and each side's read rate of B as % of the copy's read+write
@@ -146,8 +147,8 @@ def lone(clock, f) -> float:
 def modes(clock, ours, theirs, rounds: int, calls: int, use=None) -> dict:
     """The three modes as paired ratios t(theirs) / t(ours): eager (`calls` back-to-back calls),
     graph (the same calls, captured afresh each round, replayed), flushed (one call after an L2
-    flush and an idle GPU; 3x the rounds, since one call is noisier). `use(f)`, when given, runs before
-    every use of caller f and outside its timing (e.g. making f's library the dispatcher's). A
+    flush and an idle GPU; 3x the rounds, since one call is noisier). `use(f)`, when given, runs
+    before every use of caller f and outside its timing (e.g. making f's library the dispatcher's). A
     caller that cannot be captured (cupy's cuBLAS in some versions) gives `graph` None and the
     reason in `graph_error`."""
     use = use or (lambda f: None)
@@ -236,15 +237,17 @@ DECODE_M = 16   # up to here a GEMM streams B (the weights) and its bar is HBM, 
 def copy_rate(torch, clock, W, rounds: int, calls: int, row: dict) -> dict:
     """What a device-to-device copy of W's bytes takes, timed as the calls were (graph: `calls`
     copies, captured afresh each round, replayed back to back; flushed: one copy after an L2 flush
-    and an idle GPU; medians over the rounds), and how fast each caller read W against it: `pct_of_copy[mode][side]` is
-    W's bytes per second read by that side over the copy's bytes moved (read + write) per second,
-    in %. A copy reads and writes, so a GEMV that only reads W could pass 100; the copy is the
-    bandwidth this GPU gives a stream of reads and writes in the same mode."""
+    and an idle GPU; medians over the rounds), and how fast each caller read W against it:
+    `pct_of_copy[mode][side]` is W's bytes per second read by that side over the copy's bytes
+    moved (read + write) per second, in %. A copy reads and writes, so a GEMV that only reads W
+    could pass 100; the copy is the bandwidth this GPU gives a stream of reads and writes in the
+    same mode."""
     dst = torch.empty_like(W)
     one = lambda: dst.copy_(W)  # noqa: E731
     one()
     copies = lambda: many(one, calls)  # noqa: E731
-    us = {"graph": 1e3 * statistics.median(clock.time(clock.graph(copies)) for _ in range(rounds)) / calls,
+    graph_ms = statistics.median(clock.time(clock.graph(copies)) for _ in range(rounds))
+    us = {"graph": 1e3 * graph_ms / calls,
           "flushed": 1e3 * statistics.median(lone(clock, one) for _ in range(3 * rounds))}
     nbytes = W.numel() * W.element_size()
     out = {"bytes": nbytes, "us": us, "rw_gbps": {m: 2 * nbytes / t / 1e3 for m, t in us.items()}, "pct_of_copy": {}}
