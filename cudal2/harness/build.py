@@ -41,6 +41,7 @@ from typing import Callable, Iterable
 
 from cudal2.config import BuildConfig
 from cudal2.harness import constbank, cubin, launch, paramflow, policy, sassdesc
+from cudal2.sass import tools
 
 
 @dataclass
@@ -290,7 +291,11 @@ def _compile_v2(work: Path, cfg: BuildConfig, folder: Path, spec: launch.LaunchS
     if bad:
         return rc, log, BuildResult(False, "", "build", reason="cubin: " + "; ".join(bad), log=_trim(log))
     if bad := constbank.violations(work / "kernel.cubin"):
-        return rc, log, BuildResult(False, "", "build", reason="sass: " + "; ".join(bad), log=_trim(log))
+        # a disassembler killed at its timeout refuses the build, uncached like a build's own
+        # timeout (the machine may just have been busy; review 40)
+        timed_out = any(tools.TIMED_OUT in b for b in bad)
+        return None if timed_out else rc, log, BuildResult(False, "", "build", reason="sass: " + "; ".join(bad),
+                                                           log=_trim(log))
     return rc, log, BuildResult(True, "", "build", lib_path=str(folder / "kernel.cubin"), log=_trim(log),
                                 resources=parse_ptxas(log), device_sha256=hashlib.sha256(data).hexdigest(),
                                 kind="cubin", spec=spec.to_dict())

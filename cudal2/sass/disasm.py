@@ -2,6 +2,8 @@
 fields, registers read and written, and basic blocks.
 
 Guarantees:
+- a cubin of more than `MAX_WORDS` instruction words (all its `.text.*` sections) is refused
+  (`DisasmError`) before nvdisasm runs: the listing's time grows faster than the code (review 40);
 - one `nvdisasm -c -hex -plr -lrm narrow` run per cubin; each instruction's word, as printed,
   is checked against the cubin's bytes at `.text.<kernel>` + offset (a mismatch raises);
 - `Control` decodes bits 105-125 of the word (bit 0 = LSB of the 128-bit little-endian word):
@@ -42,6 +44,13 @@ from cudal2.sass import tools
 from cudal2.sass.cubin import WORD, Cubin, CubinError
 
 NO_BARRIER = 7
+# The most instruction words (16 bytes each, padding included) a cubin may hold for its machine
+# code to be listed and checked. `nvdisasm -plr` (the life-range table the rules need) takes time
+# superlinear in one function's length (nvdisasm 13.2 on a 2-core CPU: 8,213 instructions 2.3 s,
+# 16,411 7.8 s, 32,789 30 s, 65,600 238 s), and the rules after it run outside the build's
+# timeout. The largest honest cubin seen (1,226 cached builds of the survey, library and
+# families) holds 5,264 words; a few macros make 65,000 (bad/zz40_nvdisasm_superlinear).
+MAX_WORDS = 16384
 
 
 @dataclass(frozen=True)
@@ -346,6 +355,10 @@ def _blocks(instrs: list[Instr]) -> tuple[list[Block], dict[str, int]]:
 def disassemble(data: bytes | Cubin) -> dict[str, Listing]:
     """Every kernel of an ELF cubin, parsed and checked word for word against its bytes."""
     cub = data if isinstance(data, Cubin) else Cubin.from_bytes(data)
+    words = sum(k.text.size for k in cub.kernels.values()) // WORD
+    if words > MAX_WORDS:   # refused before nvdisasm's superlinear listing (review 40)
+        raise DisasmError(f"the cubin holds {words} instruction words, more than the {MAX_WORDS} "
+                          "the machine-code rules read")
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "k.cubin")
         Path(path).write_bytes(cub.data)

@@ -5,7 +5,9 @@ Guarantees:
   pip packages (they install under `site-packages/nvidia/cu*/bin/`); it returns None when neither
   has the tool, and never downloads anything;
 - `run(name, args)` runs the tool with a timeout and returns its stdout; a missing tool raises
-  `ToolMissing`, a failing one `ToolFailed` with the tool's own message.
+  `ToolMissing`, a failing one `ToolFailed` with the tool's own message, and one past its timeout
+  `ToolTimeout` (a `ToolFailed`: the rules that read a tool's output refuse what it could not list;
+  review 40: `subprocess.TimeoutExpired` came out of the build and stopped the reward service).
 
 Does not: check the version. 13.2 is what `pyproject.toml` pins and what this package was
 written against (`-lrm narrow`, `-bbcfg -poff`); `version(name)` says what was found.
@@ -26,6 +28,15 @@ class ToolMissing(RuntimeError):
 
 class ToolFailed(RuntimeError):
     """The tool ran and failed."""
+
+
+# Words every ToolTimeout's message holds: the build does not cache a refusal that says them (the
+# machine may just have been busy), as it does not cache its own timeouts.
+TIMED_OUT = "timed out after"
+
+
+class ToolTimeout(ToolFailed):
+    """The tool ran past its timeout and was killed."""
 
 
 @functools.cache
@@ -53,7 +64,10 @@ def require(name: str) -> str:
 
 
 def run(name: str, args: list[str], timeout: float = 60.0) -> str:
-    proc = subprocess.run([require(name), *args], capture_output=True, text=True, timeout=timeout)
+    try:
+        proc = subprocess.run([require(name), *args], capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:   # (subprocess.run has killed it)
+        raise ToolTimeout(f"{name} {' '.join(args)} {TIMED_OUT} {timeout:.0f} s") from None
     if proc.returncode != 0:
         raise ToolFailed(f"{name} {' '.join(args)} failed ({proc.returncode}): {proc.stderr.strip()[:2000]}")
     return proc.stdout
