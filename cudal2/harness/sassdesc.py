@@ -357,6 +357,38 @@ def _transfer(ins: Instr, state: dict, clobbered: frozenset[str] | None) -> dict
     return out
 
 
+def _clobbers(fns: dict[str, _Fn], nodes: list, succ: dict, calls: dict) -> dict[tuple[str, int], frozenset[str]]:
+    """callee -> every register an instruction reachable from it (through branches and calls) may
+    write. One backward fixpoint over all the nodes, each register a bit of an int (a node's set
+    only grows, so it changes at most once per register), not a search per callee: a chain of 900
+    calls made that 900 searches of ~7,500 nodes each, 73 s of the build thread (review 40)."""
+    if not calls:
+        return {}
+    bit: dict[str, int] = {}
+    reach: dict[tuple[str, int], int] = {}
+    for n in nodes:
+        m = 0
+        for r in _writes(fns[n[0]].instrs[n[1]]):
+            m |= 1 << bit.setdefault(r, len(bit))
+        reach[n] = m
+    out = {n: succ[n] + ([calls[n]] if n in calls else []) for n in nodes}
+    preds: dict[tuple[str, int], list] = {n: [] for n in nodes}
+    for n in nodes:
+        for t in out[n]:
+            preds[t].append(n)
+    work = list(nodes)   # popped last first: the forward edges settle in one backward sweep
+    while work:
+        n = work.pop()
+        m = reach[n]
+        for t in out[n]:
+            m |= reach[t]
+        if m != reach[n]:
+            reach[n] = m
+            work.extend(preds[n])
+    names = list(bit)
+    return {c: frozenset(names[i] for i in range(len(names)) if reach[c] >> i & 1) for c in set(calls.values())}
+
+
 def check(listings: dict[str, Listing]) -> list[str]:
     """One line per refused descriptor use (at most five), or why the cubin cannot be checked."""
     fns = {name: _Fn(name, lst.instrs, {lab: off // disasm.WORD for lab, off in lst.labels.items()})
@@ -379,16 +411,7 @@ def check(listings: dict[str, Listing]) -> list[str]:
             calls[(name, k)] = callee
     # What a call may write: every register any instruction reachable from the callee's entry
     # writes (its own calls included, since their callees are reachable too).
-    clobbers: dict[tuple[str, int], frozenset[str]] = {}
-    for callee in set(calls.values()):
-        seen, todo = {callee}, [callee]
-        while todo:
-            n = todo.pop()
-            for t in succ[n] + ([calls[n]] if n in calls else []):
-                if t not in seen:
-                    seen.add(t)
-                    todo.append(t)
-        clobbers[callee] = frozenset().union(*(_writes(fns[s].instrs[i]) for s, i in seen))
+    clobbers = _clobbers(fns, nodes, succ, calls)
     # Forward analysis to a fixpoint; None: not reached yet. A function's entry knows nothing,
     # whoever calls it (a subroutine inside a kernel's section starts from what its calls meet).
     state: dict[tuple[str, int], dict | None] = {n: None for n in nodes}
