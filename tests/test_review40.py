@@ -66,3 +66,65 @@ def test_the_superlinear_listing_kernel_fails_the_build_within_seconds(cfg):
     r = build((BAD / "zz40_nvdisasm_superlinear.cu").read_text(), cfg.build)
     assert not r.ok and r.stage == "build" and "instruction words" in r.reason
     assert time.monotonic() - t0 < 60
+
+
+# --- sassdesc: what a call may write, in time linear in the code -------------------------------
+
+def _call_chain(n: int, deepest: str) -> list[str]:
+    """A kernel that loads the driver's descriptor, calls f0, and uses it; f_i calls f_(i+1), and
+    the last one runs `deepest`: n subroutines in the kernel's section, as ptxas lays out
+    __noinline__ functions."""
+    rows = ["ULDC.64 UR4, c[0x0][0x208]", "CALL.REL.NOINC `(f0)", "LDG.E R0, desc[UR4][R2.64]", "EXIT"]
+    for i in range(n):
+        rows += [f"f{i}:", f"MOV R{3 + i % 8}, 0x{i:x}", f"IADD3 R12, R12, 0x{i:x}, RZ"]
+        rows += [f"CALL.REL.NOINC `(f{i + 1})"] if i + 1 < n else [deepest]
+        rows += ["RET.REL.NODEC R2 `(k)"]
+    return rows
+
+
+def _check(rows):
+    from cudal2.harness import sassdesc
+
+    from .listings import listing
+    return sassdesc.check({"k": listing(*rows, infer=True)})
+
+
+@pytest.mark.timeout(120)
+def test_a_long_call_chain_is_checked_in_linear_time():
+    # the clobbers were one search per callee over everything it reaches: 900 chained __noinline__
+    # functions (15,065 instructions, under MAX_WORDS) took 73 s; 1,500 here took minutes
+    t0 = time.monotonic()
+    assert _check(_call_chain(1500, "MOV R3, 0x1")) == []
+    assert time.monotonic() - t0 < 20
+
+
+def test_what_the_deepest_callee_writes_is_forgotten_at_the_first_call():
+    # the same answer as the search: a write anywhere down the chain clobbers the caller's pair
+    bad = _check(_call_chain(40, "UMOV UR5, 0x1"))
+    assert bad and "UR4:UR5" in bad[0], bad
+    assert _check(_call_chain(40, "UMOV UR6, 0x1")) == []
+
+
+# --- the completion parser: linear in the completion -------------------------------------------
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("text", ["```" + "a" * 256_000, "```" * 80_000, "```\n" + "``" * 120_000])
+def test_the_fence_parser_is_linear_in_the_completion(text):
+    # the fence regex backtracked over a long tag word (64,000 characters 5 s, 128,000 15 s) and
+    # rescanned from every unclosed opening (20,000 of them 2.6 s): quadratic
+    from cudal2.llm.parse import ParseError, candidate_source
+    t0 = time.monotonic()
+    with pytest.raises(ParseError):
+        candidate_source(text, "full", None)
+    assert time.monotonic() - t0 < 5
+
+
+def test_the_fence_parser_reads_what_the_regex_read():
+    import random
+
+    from cudal2.llm import parse
+    rng = random.Random(40)
+    parts = ["`", "``", "```", "\n", "cuda", "c++", " x", "-", "a", "*/", "```cuda\n", "````"]
+    for _ in range(5000):
+        t = "".join(rng.choice(parts) for _ in range(rng.randint(0, 30)))
+        assert parse._fences(t) == parse._FENCE.findall(t), repr(t)
