@@ -128,3 +128,40 @@ def test_the_fence_parser_reads_what_the_regex_read():
     for _ in range(5000):
         t = "".join(rng.choice(parts) for _ in range(rng.randint(0, 30)))
         assert parse._fences(t) == parse._FENCE.findall(t), repr(t)
+
+
+# --- paramflow: returns reach the places after calls through one join --------------------------
+
+def _returns(n: int, callee: str = "") -> list[str]:
+    rows = ["ULDC.64 UR6, c[0x0][0x198]", "ULDC.64 UR4, c[0x0][0x208]"]
+    rows += [f"CALL.REL.NOINC `(f{i})" for i in range(n)]
+    rows += ["UTMAPF [UR6]", "LDG.E R0, desc[UR4][R2.64]", "EXIT"]
+    for i in range(n):
+        rows += [f"f{i}:"] + ([callee] if callee and i == n - 1 else []) + ["RET.REL.NODEC R2 `(k)"]
+    return rows
+
+
+@pytest.mark.timeout(120)
+def test_many_calls_and_returns_are_followed_in_linear_time():
+    # every RET had an edge to every place after a CALL: 5,400 of each (10,805 words, under
+    # MAX_WORDS) took 17.6 s and 240 MB
+    from cudal2.harness import paramflow
+
+    from .listings import listing
+    t0 = time.monotonic()
+    assert paramflow.check({"k": listing(*_returns(5400), infer=True)}) == []
+    assert time.monotonic() - t0 < 5
+
+
+def test_what_a_callee_does_to_the_address_still_reaches_every_place_after_a_call():
+    from cudal2.harness import paramflow
+
+    from .listings import listing
+    # the last callee moves the address into R4 and the caller stores R4 after its first call
+    rows = _returns(30, "MOV R4, UR6")
+    rows.insert(3, "STG.E desc[UR4][R2.64], R4")
+    bad = paramflow.check({"k": listing(*rows, infer=True)})
+    assert bad and "R4" in bad[0], bad
+    # a callee that overwrites the descriptor's register: the TMA use after the calls is not sure
+    bad = paramflow.check({"k": listing(*_returns(30, "UMOV UR6, 0x0"), infer=True)})
+    assert any("TMA descriptor" in b for b in bad), bad
