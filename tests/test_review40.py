@@ -165,3 +165,34 @@ def test_what_a_callee_does_to_the_address_still_reaches_every_place_after_a_cal
     # a callee that overwrites the descriptor's register: the TMA use after the calls is not sure
     bad = paramflow.check({"k": listing(*_returns(30, "UMOV UR6, 0x0"), infer=True)})
     assert any("TMA descriptor" in b for b in bad), bad
+
+
+# --- sassdesc: the fixpoint's budget counts what its steps cost --------------------------------
+
+def _shift_register(uniform: int, constants: int, pad: int) -> list[str]:
+    """A loop that moves unknown bits one place a pass through `uniform` uniform registers (each
+    takes the bit above 30 of the one before it), with `constants` registers holding a constant
+    beside them and `pad` instructions before it: the known-bits lattice's height, walked a bit a
+    pass, each step copying ~`uniform + constants` facts."""
+    rows = ["ULDC.64 UR4, c[0x0][0x208]"] + [f"MOV R{10 + i}, 0x1" for i in range(constants)]
+    rows += [f"UMOV UR{10 + j}, 0x0" for j in range(uniform)]
+    rows += [f"IADD3 R{10 + constants}, R{10 + constants}, 0x1, RZ"] * pad
+    rows += ["L:", "S2UR UR71, SR_CLOCKLO", "ULOP3.LUT UR10, UR10, UR71, URZ, 0x3c, !UPT"]
+    for j in range(1, uniform):
+        rows += [f"USHF.L.U32 UR{10 + j}, UR{10 + j}, 0x1, URZ", f"USHF.R.U32.HI UR72, URZ, 0x1e, UR{9 + j}",
+                 f"ULOP3.LUT UR{10 + j}, UR{10 + j}, UR72, URZ, 0xfc, !UPT"]
+    return rows + ["LDG.E R0, desc[UR4][R2.64]", "ISETP.NE.AND P0, PT, R0, RZ, PT", "@P0 BRA `(L)", "EXIT"]
+
+
+@pytest.mark.timeout(180)
+def test_a_slowly_settling_loop_is_refused_within_the_effort_budget():
+    # before: 62 s to its fixpoint here (2,444 nodes; 444 nodes: 37 s to the step budget's refusal),
+    # and the step budget grew with the nodes a cubin may hold
+    t0 = time.monotonic()
+    bad = _check(_shift_register(60, 200, 2000))
+    assert bad and "did not settle" in bad[0], bad
+    assert time.monotonic() - t0 < 25
+
+
+def test_a_short_shift_register_still_settles_and_passes():
+    assert _check(_shift_register(8, 50, 0)) == []
