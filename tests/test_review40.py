@@ -196,3 +196,25 @@ def test_a_slowly_settling_loop_is_refused_within_the_effort_budget():
 
 def test_a_short_shift_register_still_settles_and_passes():
     assert _check(_shift_register(8, 50, 0)) == []
+
+
+# --- the launch spec's block: found in linear time -----------------------------------------------
+
+@pytest.mark.timeout(60)
+def test_unclosed_launch_openings_are_read_in_linear_time():
+    # the block regex rescanned from every unclosed opening: 128,000 characters 8.8 s
+    from cudal2.harness import launch
+    t0 = time.monotonic()
+    assert launch.parse("/* cudal2-launch " * 30_000) is None
+    assert time.monotonic() - t0 < 5
+
+
+def test_the_launch_block_scanner_reads_what_the_regex_read():
+    import random
+
+    from cudal2.harness import launch
+    rng = random.Random(40)
+    parts = ["/*", "*/", "/", "*", " ", "\n", "cudal2-launch", "cudal2-launchx", "{}", "a", "/* cudal2-launch"]
+    for _ in range(5000):
+        t = "".join(rng.choice(parts) for _ in range(rng.randint(0, 25)))
+        assert launch._blocks(t) == launch._BLOCK.findall(t), repr(t)
