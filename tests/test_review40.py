@@ -2,6 +2,7 @@
 rules (see each test)."""
 
 import functools
+import re
 import time
 
 import pytest
@@ -13,6 +14,10 @@ from cudal2.sass import disasm, tools
 from .conftest import KERNELS
 
 BAD = KERNELS / "bad"
+# The regexes the linear scanners replaced, kept here as the oracles they must agree with.
+_FENCE = re.compile(r"```([\w+-]*)[^\n]*\n(.*?)```", re.S)
+_LAUNCH_BLOCK = re.compile(r"/\*\s*cudal2-launch\b(.*?)\*/", re.S)
+_EDIT_BLOCK = re.compile(r"<<<<<<< SEARCH\n(.*?)\n?=======\n(.*?)\n?>>>>>>> REPLACE", re.S)
 
 
 def _sleeper(tmp_path):
@@ -127,7 +132,7 @@ def test_the_fence_parser_reads_what_the_regex_read():
     parts = ["`", "``", "```", "\n", "cuda", "c++", " x", "-", "a", "*/", "```cuda\n", "````"]
     for _ in range(5000):
         t = "".join(rng.choice(parts) for _ in range(rng.randint(0, 30)))
-        assert parse._fences(t) == parse._FENCE.findall(t), repr(t)
+        assert parse._fences(t) == _FENCE.findall(t), repr(t)
 
 
 # --- paramflow: returns reach the places after calls through one join --------------------------
@@ -217,4 +222,26 @@ def test_the_launch_block_scanner_reads_what_the_regex_read():
     parts = ["/*", "*/", "/", "*", " ", "\n", "cudal2-launch", "cudal2-launchx", "{}", "a", "/* cudal2-launch"]
     for _ in range(5000):
         t = "".join(rng.choice(parts) for _ in range(rng.randint(0, 25)))
-        assert launch._blocks(t) == launch._BLOCK.findall(t), repr(t)
+        assert launch._blocks(t) == _LAUNCH_BLOCK.findall(t), repr(t)
+
+
+# --- the completion parser's SEARCH/REPLACE blocks (the fences' twin) ------------------------
+
+def test_the_edit_block_scanner_reads_what_the_regex_read():
+    import random
+
+    from cudal2.llm import parse
+    rng = random.Random(40)
+    parts = ["<<<<<<< SEARCH\n", "=======\n", ">>>>>>> REPLACE", "\n", "=======", "<<<<<<< SEARCH", "a", "x\n"]
+    for _ in range(5000):
+        t = "".join(rng.choice(parts) for _ in range(rng.randint(0, 25)))
+        assert parse._edit_blocks(t) == _EDIT_BLOCK.findall(t), repr(t)
+
+
+def test_unclosed_edit_blocks_are_read_in_linear_time():
+    from cudal2.llm import parse
+    text = "<<<<<<< SEARCH\n" * 8500   # the regex: 17 s on this CPU
+    t0 = time.monotonic()
+    with pytest.raises(parse.ParseError):
+        parse.apply_edits("int x;", text)
+    assert time.monotonic() - t0 < 1.0

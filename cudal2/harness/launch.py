@@ -53,7 +53,6 @@ def vocab_for(task: str | None) -> Vocab:
     from cudal2.rl.general import vocab   # the suite is data; only task files need it
     return vocab(task)
 
-_BLOCK = re.compile(r"/\*\s*cudal2-launch\b(.*?)\*/", re.S)
 
 
 class SpecError(ValueError):
@@ -230,7 +229,8 @@ _OPEN = re.compile(r"/\*\s*cudal2-launch\b")
 
 
 def _blocks(source: str) -> list[str]:
-    """`_BLOCK.findall(source)` in linear time: the regex rescanned to the end of the source from
+    r"""The body of each `/* cudal2-launch ... */` block in linear time: what the regex
+    /\*\s*cudal2-launch\b(.*?)\*/ (re.S) finds. The regex rescanned to the end of the source from
     every unclosed opening (`/* cudal2-launch ` 7,500 times, 128,000 characters: 8.8 s, quadratic;
     review 40). An opening with no `*/` after it ends the search: no later one has one either."""
     out, i = [], 0
