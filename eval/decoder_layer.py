@@ -5,23 +5,25 @@
 The layer is built from the config's sizes with random fp16 weights (no downloads): RMSNorm,
 q/k/v/o projections with grouped-query attention (torch's SDPA, causal), RMSNorm, and the SwiGLU
 MLP (gate, up, down); RoPE is left out (it is not a GEMM and is the same on both sides). For each
-M (tokens in the batch) the forward pass is timed eager (back-to-back) and as a CUDA graph
-replay, in paired rounds (unpatched, patched alternating; median of per-round ratios), under
-torch.inference_mode. The library's hits per entry are recorded, so the figures say whether any
-library kernel ran. Nothing is asserted: a measurement for eval/README.md.
+M (tokens in the batch) the forward pass is timed as `cudal2 library bench` times a shape
+(`product_bench.modes`: paired rounds, the order alternating, median of per-round ratios; eager
+back-to-back, graph captured afresh each round and replayed, flushed one forward after an L2 flush
+and an idle GPU), under torch.inference_mode. Each row's `<mode>` is unpatched / patched time,
+beside each side's median µs per forward (`<mode>_us`: ours = patched). The library's hits per
+entry are recorded, so the figures say whether any library kernel ran. Nothing is asserted: a measurement for eval/README.md.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import statistics
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
 import cudal2
+from cudal2.library import product_bench
 
 
 class Block(torch.nn.Module):
@@ -47,70 +49,35 @@ class Block(torch.nn.Module):
         return x + self.down(F.silu(self.gate(y)) * self.up(y))
 
 
-def timed(f, rounds: int = 15, calls: int = 10) -> list[float]:
-    out = []
-    for _ in range(rounds):
-        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        e0.record()
-        for _ in range(calls):
-            f()
-        e1.record()
-        e1.synchronize()
-        out.append(e0.elapsed_time(e1) / calls * 1e3)
-    return out
-
-
-def graph_of(f):
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        f()
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        f()
-    return g.replay
-
-
 def main(config: Path, ms: list[int], out: Path) -> None:
     c = json.loads(config.read_text())
     block = Block(c).cuda().half()
     rows = []
     lib = cudal2.library.default()
+    flush = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size, dtype=torch.uint8, device="cuda")
+    clock = product_bench.TorchClock(torch, flush)
     with torch.inference_mode():
         for M in ms:
             x = torch.randn(1, M, c["hidden_size"], device="cuda", dtype=torch.float16)
-            row = {"M": M}
-            for mode in ("eager", "graph"):
-                cudal2.unpatch(block)
-                plain = (lambda: block(x)) if mode == "eager" else graph_of(lambda: block(x))
-                want = block(x)
-                row["layers_routed"] = cudal2.patch(block)   # 0: the patched block is the plain one (noise)
-                before = sum(lib.stats()["hits"].values())
-                got = block(x)
-                patched = (lambda: block(x)) if mode == "eager" else graph_of(lambda: block(x))
-                row[f"{mode}_kernel_calls"] = sum(lib.stats()["hits"].values()) - before
-                row["max_abs_diff"] = float((got.float() - want.float()).abs().max())
-                ratios, tp, tq = [], [], []
-                for r in range(15):   # paired rounds, the order alternating
-                    if r % 2 == 0:
-                        a = timed(plain, 3)
-                        b = timed(patched, 3)
-                    else:
-                        b = timed(patched, 3)
-                        a = timed(plain, 3)
-                    tp += a
-                    tq += b
-                    ratios.append(statistics.median(a) / statistics.median(b))
-                row[f"{mode}_unpatched_us"] = statistics.median(tp)
-                row[f"{mode}_patched_us"] = statistics.median(tq)
-                row[f"{mode}_speedup"] = statistics.median(ratios)
+            cudal2.unpatch(block)
+            want = block(x)
+            row = {"M": M, "layers_routed": cudal2.patch(block)}   # 0: the patched block is the plain one (noise)
+            before = sum(lib.stats()["hits"].values())
+            got = block(x)
+            row["kernel_calls"] = sum(lib.stats()["hits"].values()) - before   # per forward, eager
+            row["max_abs_diff"] = float((got.float() - want.float()).abs().max())
+            patched, plain = (lambda: block(x)), (lambda: block(x))   # two callers: `use` tells them apart
+
+            def use(f):   # runs before each caller's capture or timing, outside it
+                (cudal2.patch if f is patched else cudal2.unpatch)(block)
+            # The product bench's own paired modes: eager, graph captured afresh each round with an
+            # untimed first replay, flushed (one forward after an L2 flush and an idle GPU).
+            row.update(product_bench.modes(clock, patched, plain, rounds=15, calls=10, use=use))
             cudal2.unpatch(block)
             rows.append(row)
             print(json.dumps(row), flush=True)
     result = {"config": str(config), "rows": rows, "stats": lib.stats(), "served": len(lib.served)}
     out.write_text(json.dumps(result, indent=1))
-
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
