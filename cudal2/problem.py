@@ -116,19 +116,28 @@ class ShapeClaim:
         modulo each of `m_tiles`, so a kernel right only at predictable M cannot pass. Each draw
         picks its multiple of the modulus at random, so the M_MODULUS draws also land on random
         residues of any other tile size (a 192-row tile wrong at 8% of M is caught every time in
-        practice)."""
+        practice).
+
+        The ranges that cover `p` all hold p.M, so their union is one interval, and it is that
+        interval that is verified, as if claimed alone: a range at a time, a claim of R ranges
+        cost 2R full verifications and R x (128 + the tiles) light ones, unbounded in R (review
+        41: 600 ranges in 17 kB gave 1.2 million shapes, 382 s of the reward service's Python
+        before the GPU's hours of judging)."""
         full, light = [p], []
         rng = rng or random.SystemRandom()
-        for lo, hi, n, k in self.ranges:
-            if lo <= p.M <= hi and p.N == n and p.K == k:
-                full += [Problem(lo, n, k), Problem(hi, n, k)]
-                for t in sorted(set(m_tiles) | {M_MODULUS}):
-                    for r in range(t):
-                        first = lo + (r - lo) % t            # the smallest M >= lo with M % t == r
-                        if first <= hi:
-                            light.append(Problem(first + t * rng.randrange((hi - first) // t + 1), n, k))
+        covering = [(lo, hi) for lo, hi, n, k in self.ranges if lo <= p.M <= hi and p.N == n and p.K == k]
+        if covering:
+            lo, hi = min(c[0] for c in covering), max(c[1] for c in covering)
+            n, k = p.N, p.K
+            full += [Problem(lo, n, k), Problem(hi, n, k)]
+            for t in sorted(set(m_tiles) | {M_MODULUS}):
+                for r in range(t):
+                    first = lo + (r - lo) % t            # the smallest M >= lo with M % t == r
+                    if first <= hi:
+                        light.append(Problem(first + t * rng.randrange((hi - first) // t + 1), n, k))
         full = list(dict.fromkeys(full))
-        return full, [s for s in dict.fromkeys(light) if s not in full]
+        fullset = set(full)
+        return full, [s for s in dict.fromkeys(light) if s not in fullset]
 
 
 def parse_claim(source: str) -> ShapeClaim:

@@ -1,0 +1,58 @@
+"""Review 41: candidate input that stalled the reward service or the judge (see each test)."""
+
+import random
+import time
+
+import pytest
+
+from cudal2.harness.launch import parse
+from cudal2.problem import M_MODULUS, Problem, parse_claim
+
+from .conftest import KERNELS
+
+BAD = KERNELS / "bad"
+P = Problem(257, 136, 1032)
+
+
+# --- an M-range claim of many ranges: verified as their union, once ---------------------------
+
+def _many_ranges(r: int, top: int = 100_000) -> str:
+    return "// cudal2-shapes: " + ", ".join(f"M=1-{top + i} N=136 K=1032" for i in range(r)) + "\n"
+
+
+def test_the_many_ranges_kernel_gets_three_full_and_128_light_shapes():
+    src = (BAD / "zz41_mrange_many_ranges.cu").read_text()
+    full, light = parse_claim(src).verification_shapes(P, parse(src).m_tiles)
+    assert len(parse_claim(src).ranges) == 600
+    assert [s.M for s in full] == [257, 1, 100_599]
+    assert len(light) <= M_MODULUS
+
+
+@pytest.mark.timeout(60)
+def test_the_shape_count_does_not_grow_with_the_number_of_ranges():
+    # 600 ranges with four ~512-row tiles gave 1.2 million shapes and 382 s of Python
+    tiles = [509, 510, 511, 512]
+    one = parse_claim(_many_ranges(1, 10**7)).verification_shapes(P, tiles)
+    t0 = time.monotonic()
+    many = parse_claim(_many_ranges(600, 10**7)).verification_shapes(P, tiles)
+    assert time.monotonic() - t0 < 5
+    assert len(many[0]) == len(one[0]) == 3
+    assert len(many[1]) <= M_MODULUS + sum(tiles)
+
+
+def test_the_union_of_the_covering_ranges_is_what_is_verified():
+    # the union's ends in full, and every residue class of 128 drawn over the whole union: a
+    # kernel wrong only beyond the narrower range still meets the judge there
+    claim = parse_claim("// cudal2-shapes: M=200-300 N=136 K=1032, M=100-4000 N=136 K=1032\n")
+    full, light = claim.verification_shapes(P, [128], random.Random(1))
+    assert {s.M for s in full} == {257, 100, 4000}
+    assert {s.M % M_MODULUS for s in light} | {s.M % M_MODULUS for s in full} == set(range(M_MODULUS))
+    assert all(100 <= s.M <= 4000 and (s.N, s.K) == (136, 1032) for s in light)
+    assert any(s.M > 300 for s in light)
+
+
+def test_ranges_that_do_not_cover_the_judged_shape_add_nothing():
+    claim = parse_claim("// cudal2-shapes: M=1-300 N=136 K=1032, M=5000-9000 N=136 K=1032, M=1-9000 N=64 K=64\n")
+    full, light = claim.verification_shapes(P, [128])
+    assert max(s.M for s in full + light) <= 300
+    assert all((s.N, s.K) == (136, 1032) for s in full + light)
