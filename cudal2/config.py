@@ -68,6 +68,9 @@ class VerifyConfig:
     guard_bytes: int = _f(65536, "Least gap of checked random background before each buffer a candidate "
                                    "can address (gaps are random in [g, 2g)).", ge=256)
     call_timeout_s: float = _f(10.0, "One candidate call (or one graph replay) running longer is a hang.", gt=0)
+    max_verify_s: float = _f(900.0, "The verification of every shape a kernel declares (an M-range's many light checks "
+                                     "included) taking longer fails it: each call may take up to call_timeout_s and "
+                                     "beats the worker's heartbeat, so nothing else bounds the whole (review 41).", gt=0)
     max_workspace_bytes: int = _f(4 << 30, "Largest workspace a candidate may ask for.", ge=0)
     rejudge_factor: float = _f(1.25, "A verified score above this multiple of the best score known for the shape (stored "
                                      "results, the library's entry) is judged again in a fresh process before it counts.",

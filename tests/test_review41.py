@@ -56,3 +56,64 @@ def test_ranges_that_do_not_cover_the_judged_shape_add_nothing():
     full, light = claim.verification_shapes(P, [128])
     assert max(s.M for s in full + light) <= 300
     assert all((s.N, s.K) == (136, 1032) for s in full + light)
+
+
+# --- the verification of the declared shapes has one deadline ---------------------------------
+
+class _Clock:
+    def __init__(self):
+        self.now = 1000.0
+
+    def monotonic(self):
+        return self.now
+
+
+def _judge_with_slow_calls(monkeypatch, cfg, seconds_per_shape: float, light: int, time_it: bool = True):
+    """judge.judge over a stand-in Judge whose every shape's verification takes `seconds_per_shape`
+    of a fake clock (a kernel whose calls each run just under call_timeout_s); (verdict, shapes run)."""
+    from types import SimpleNamespace
+
+    from cudal2.harness import judge as judge_mod
+    from cudal2.harness.artifact import JudgeRequest
+
+    clock, ran = _Clock(), []
+
+    class SlowJudge:
+        def __init__(self, req, cfg):
+            self.checks = {}
+
+        def phase(self, name):
+            from contextlib import nullcontext
+            return nullcontext()
+
+        def verify(self, p, light=False):
+            ran.append((p, light))
+            clock.now += seconds_per_shape
+
+        def time(self, p):
+            raise AssertionError("timed a kernel whose verification ran past its deadline")
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(judge_mod, "time", SimpleNamespace(monotonic=clock.monotonic))
+    monkeypatch.setattr(judge_mod, "device", lambda: SimpleNamespace(name="fake", driver="0", cc=(9, 0), sm_count=1))
+    monkeypatch.setattr(judge_mod, "Judge", SlowJudge)
+    monkeypatch.setattr(judge_mod, "request_exit", lambda: None)
+    monkeypatch.setattr(judge_mod, "release_memory", lambda: None)
+    req = JudgeRequest("/nonexistent.cubin", "cubin", None, P.M, P.N, P.K, cfg, [(1, P.N, P.K), (4096, P.N, P.K)],
+                       [(m, P.N, P.K) for m in range(2, 2 + light)], time_it=time_it)
+    return judge_mod.judge(req), ran
+
+
+def test_a_kernel_slow_on_purpose_cannot_stretch_the_light_checks_for_hours(monkeypatch, cfg):
+    # two calls of ~10 s per light check, 2,170 light checks (128 + four tiles of ~512): 12 hours
+    out, ran = _judge_with_slow_calls(monkeypatch, cfg, 20.0, 2170)
+    assert not out["ok"] and out["stage"] == "load" and "took over" in out["reason"]
+    assert len(ran) * 20.0 <= cfg.verify.max_verify_s + 20.0
+
+
+def test_a_quick_kernel_verifies_every_declared_shape_within_the_deadline(monkeypatch, cfg):
+    out, ran = _judge_with_slow_calls(monkeypatch, cfg, 0.05, 2170, time_it=False)
+    assert out["ok"], out["reason"]
+    assert len(ran) == 1 + 2 + 2170 and sum(light for _, light in ran) == 2170

@@ -47,6 +47,8 @@ Guarantees, in order (the first failure stops the run and is recorded with its s
   Nothing of this is inside a timed region but the snapshot nodes, the same in every graph.
 - sanity: no time below the physical floor of the shape.
 Inputs are drawn fresh (unpredictable seed) for every trial; seeds are recorded in `checks`.
+The verification of all the shapes a kernel declares (`judge`) has one deadline, `verify.max_verify_s`:
+past it the kernel fails (each call beats the worker's heartbeat, which bounds one call, not the whole).
 
 Does not: compile (build.py), isolate (worker.py) or persist (store.py).
 """
@@ -781,10 +783,16 @@ def judge(req: JudgeRequest) -> dict:
             _shift = cp.empty(random.randrange(1, 256) << 20, dtype=cp.uint8)  # noqa: F841
         j = Judge(req, cfg)
         with j.phase("verify"):
-            for shape in [p] + [Problem(*s) for s in req.verify_shapes if tuple(s) != (p.M, p.N, p.K)]:
-                j.verify(shape)
-            for s in req.light_shapes:
-                j.verify(Problem(*s), light=True)
+            # One deadline for all the shapes: every call may run up to call_timeout_s and beats the
+            # heartbeat, so a kernel slow on purpose times the count of an M-range's light checks
+            # (up to 128 + four tiles of 512) by two calls of ~10 s each: hours (review 41)
+            until = time.monotonic() + cfg.verify.max_verify_s
+            shapes = [(p, False)] + [(Problem(*s), False) for s in req.verify_shapes if tuple(s) != (p.M, p.N, p.K)]
+            for shape, light in shapes + [(Problem(*s), True) for s in req.light_shapes]:
+                if time.monotonic() > until:
+                    raise Failed(Stage.LOAD, f"verifying the {len(shapes) + len(req.light_shapes)} shapes the kernel "
+                                             f"declares took over {cfg.verify.max_verify_s:.0f} s")
+                j.verify(shape, light=light)
         if req.time_it:
             times = j.time(p)
             out.update(summarize(p, times, dev, cfg))
