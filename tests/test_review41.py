@@ -117,3 +117,13 @@ def test_a_quick_kernel_verifies_every_declared_shape_within_the_deadline(monkey
     out, ran = _judge_with_slow_calls(monkeypatch, cfg, 0.05, 2170, time_it=False)
     assert out["ok"], out["reason"]
     assert len(ran) == 1 + 2 + 2170 and sum(light for _, light in ran) == 2170
+
+
+# --- a completion that cannot be written as UTF-8 ----------------------------------------------
+
+def test_a_lone_surrogate_in_a_completion_is_a_parse_failure_not_a_crash(cfg):
+    # json.loads('"\\ud800"') gives one: it raised UnicodeEncodeError out of RewardService.score
+    from cudal2.rl.service import RewardService
+    src = (KERNELS / "good" / "naive_v2.cu").read_text()
+    parts = RewardService(cfg, gpu=False).score(["```cuda\n" + src + "// \ud800\n```\n"], [Problem(64, 64, 64)])
+    assert parts[0].stage == "parse" and parts[0].reward == cfg.train.floor

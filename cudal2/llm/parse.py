@@ -8,7 +8,8 @@ Guarantees:
 - diff mode: one or more SEARCH/REPLACE blocks, applied in order to the parent; a SEARCH text
   that does not occur in the (partly edited) parent exactly once is a `ParseError` that names the
   block, so the failure goes back to the model as feedback; nothing is ever skipped silently;
-- the error messages are one paragraph, fit to quote in the next prompt.
+- the error messages are one paragraph, fit to quote in the next prompt;
+- a completion that is not valid Unicode (a lone surrogate) is a `ParseError`, never another exception.
 
 Does not: judge the code (the harness does).
 """
@@ -105,6 +106,13 @@ def apply_edits(parent: str, completion: str) -> str:
 
 
 def candidate_source(completion: str, mode: str, parent: str | None) -> str:
+    # Every later step writes and hashes the source as UTF-8: a lone surrogate (a JSON '\\ud800'
+    # escape decodes to one) raised UnicodeEncodeError out of RewardService.score, taking the whole
+    # reward batch with it (review 41).
+    try:
+        completion.encode()
+    except UnicodeEncodeError as e:
+        raise ParseError(f"the completion is not valid Unicode text ({e.reason} at character {e.start})") from None
     if mode == "diff":
         if parent is None:
             raise ParseError("diff mode needs a parent source")
