@@ -49,7 +49,7 @@ class Block(torch.nn.Module):
         return x + self.down(F.silu(self.gate(y)) * self.up(y))
 
 
-def main(config: Path, ms: list[int], out: Path) -> None:
+def main(config: Path, ms: list[int], out: Path, aa: bool = False, only: list[str] | None = None) -> None:
     c = json.loads(config.read_text())
     block = Block(c).cuda().half()
     rows = []
@@ -69,14 +69,17 @@ def main(config: Path, ms: list[int], out: Path) -> None:
             patched, plain = (lambda: block(x)), (lambda: block(x))   # two callers: `use` tells them apart
 
             def use(f):   # runs before each caller's capture or timing, outside it
-                (cudal2.patch if f is patched else cudal2.unpatch)(block)
+                cudal2.unpatch(block)
+                if f is patched and not aa:
+                    for m in [getattr(block, n) for n in only] if only else [block]:
+                        cudal2.patch(m)
             # The product bench's own paired modes: eager, graph captured afresh each round with an
             # untimed first replay, flushed (one forward after an L2 flush and an idle GPU).
             row.update(product_bench.modes(clock, patched, plain, rounds=15, calls=10, use=use))
             cudal2.unpatch(block)
             rows.append(row)
             print(json.dumps(row), flush=True)
-    result = {"config": str(config), "rows": rows, "stats": lib.stats(), "served": len(lib.served)}
+    result = {"config": str(config), "aa": aa, "only": only, "rows": rows, "stats": lib.stats(), "served": len(lib.served)}
     out.write_text(json.dumps(result, indent=1))
 
 if __name__ == "__main__":
@@ -84,5 +87,8 @@ if __name__ == "__main__":
     ap.add_argument("--config", type=Path, required=True)
     ap.add_argument("--m", default="16,2048")
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--aa", action="store_true",
+                    help="A/A: both callers run the plain block, patched and unpatched alike (the method's noise floor)")
+    ap.add_argument("--only", help="patch only these projections (e.g. down,gate): which layer moves the ratio")
     a = ap.parse_args()
-    main(a.config, [int(v) for v in a.m.split(",")], a.out)
+    main(a.config, [int(v) for v in a.m.split(",")], a.out, a.aa, a.only.split(",") if a.only else None)

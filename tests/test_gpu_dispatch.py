@@ -222,3 +222,63 @@ def test_torch_compile_traces_an_unserved_shape_after_eager_calls(lib, monkeypat
     cudal2.linear(x, W)
     f = torch.compile(lambda a, w: cudal2.linear(a, w) * 2, fullgraph=True)
     torch.testing.assert_close(f(x, W), torch.nn.functional.linear(x, W) * 2, atol=0.1, rtol=0.02)
+
+
+def _patched_layer(lib, monkeypatch):
+    """A patched fp16 Linear of the smallest served entry's (N, K), with the short way armed."""
+    import torch
+
+    import cudal2
+    _short_way_active(lib, monkeypatch)
+    e = served(lib)
+    m = torch.nn.Linear(e.K, e.N, bias=False).cuda().half()
+    assert cudal2.patch(m) == 1
+    return e, m
+
+
+def test_a_patched_layer_at_an_unserved_m_goes_through_the_front_door_to_the_vendor(lib, monkeypatch):
+    import torch
+    e, m = _patched_layer(lib, monkeypatch)
+    M = next(M for M in range(e.M + 1, e.M + 4096) if lib.lookup(M, e.N, e.K) is None)
+    x = torch.randn(1, M, e.K, device="cuda", dtype=torch.float16)
+    with torch.inference_mode():
+        before = lib.stats()
+        torch.testing.assert_close(m(x), torch.nn.functional.linear(x, m.weight))
+    assert delta(lib, before, "fallbacks") == {"no_entry": 1} and delta(lib, before, "hits") == {}
+
+
+@pytest.mark.parametrize("bad", ["cpu_x", "fp32_x"])
+def test_a_patched_layer_sends_what_the_door_refuses_to_its_own_forward(lib, monkeypatch, bad):
+    import torch
+    e, m = _patched_layer(lib, monkeypatch)
+    x = torch.randn(e.M, e.K, dtype=torch.float16)
+    x = {"cpu_x": x, "fp32_x": x.cuda().float()}[bad]
+    with torch.inference_mode():
+        if bad == "cpu_x":   # the plain layer's own error: a CUDA weight and a host input
+            with pytest.raises(RuntimeError):
+                torch.nn.Linear.forward(m, x)
+            with pytest.raises(RuntimeError):
+                m(x)
+        else:
+            with pytest.raises(RuntimeError, match="dtype|type"):
+                m(x)   # torch's dtype mismatch, as the plain layer raises: not cudal2's InputError
+
+
+def test_a_patched_layer_in_training_keeps_its_own_forward_and_its_gradients(lib, monkeypatch):
+    import torch
+    e, m = _patched_layer(lib, monkeypatch)
+    x = torch.randn(e.M, e.K, device="cuda", dtype=torch.float16, requires_grad=True)
+    before = lib.stats()
+    m(x).float().sum().backward()
+    assert x.grad is not None and m.weight.grad is not None
+    assert delta(lib, before, "hits") == {} and delta(lib, before, "fallbacks") == {}   # not through the library
+
+
+def test_torch_compile_traces_a_patched_layer_after_eager_calls(lib, monkeypatch):
+    import torch
+    e, m = _patched_layer(lib, monkeypatch)
+    x = torch.randn(e.M, e.K, device="cuda", dtype=torch.float16)
+    with torch.inference_mode():
+        m(x)   # eager: the layer's short path into the door
+        f = torch.compile(lambda a: m(a) * 2, fullgraph=True)
+        torch.testing.assert_close(f(x), torch.nn.functional.linear(x, m.weight) * 2, atol=0.1, rtol=0.02)

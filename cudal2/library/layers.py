@@ -16,7 +16,9 @@ Guarantees:
   fp16 layer: they keep their own forward for host inputs anyway); the others stay untouched, so
   patching never adds a cost where no library kernel can run. A
   patched layer sends fp16 CUDA inputs through `linear` when no gradient is wanted (inference:
-  `torch.no_grad()` or `torch.inference_mode()`), and anything else (a CPU input, another dtype,
+  `torch.no_grad()` or `torch.inference_mode()`; once the default library is in the dispatcher,
+  straight into its door, which is `linear` in one builtin call, so a call the vendor serves costs
+  no more host time than the plain layer's), and anything else (a CPU input, another dtype,
   training) to its own forward, unchanged; `unpatch(model)` restores every layer and returns how many.
 
 Does not: change weights, cast, or move anything between devices.
@@ -78,7 +80,7 @@ def linear(x, W, bias=None):
         # The default library is in the dispatcher: later eager calls go straight there, or to F.linear.
         _FRONT[:] = [lib._ext.front, torch.compiler.is_compiling,
                      frozenset((e.N, e.K) for e in lib.served), torch.float16, lib._short_vendor,
-                     torch.nn.functional.linear]
+                     torch.nn.functional.linear, torch.is_grad_enabled, lib._ext.linear_door]
         lib._ext.set_door(linear, True)   # and `cudal2.linear`, the door, is now the whole call
     return y
 
@@ -86,7 +88,7 @@ def linear(x, W, bias=None):
 def forget_front(ext=None) -> None:
     """Disarm `linear`'s short way and close the dispatcher's door (`ext`): the next call takes the
     long way, which installs the default library again (as after another library took the dispatcher)."""
-    _FRONT[:] = [None] * 6
+    _FRONT[:] = [None] * 8
     if ext is not None:
         ext.set_door(linear, False)
 
@@ -170,8 +172,9 @@ _POLYFILLED: list = []
 
 # The short way, once the default library is in the dispatcher: its front door,
 # torch.compiler.is_compiling, the served (N, K), torch.float16, the library's counter of calls
-# sent straight to F.linear, and F.linear (one list: a single global lookup per call).
-_FRONT: list = [None] * 6
+# sent straight to F.linear, F.linear, torch.is_grad_enabled and the dispatcher's door (one list:
+# a single global lookup per call).
+_FRONT: list = [None] * 8
 
 
 def python_linear(lib, x, W, bias=None):
@@ -189,6 +192,18 @@ def python_linear(lib, x, W, bias=None):
 
 
 def _forward(self, x):
+    door = _FRONT[7]
+    if door is not None and not _FRONT[6]():
+        # Inference with the default library in the dispatcher: straight into its door, a builtin
+        # (torch.compile traces it as `linear`, its polyfill), one call as Linear.forward's F.linear
+        # is. Through `linear` (two Python frames, torch.compiler.is_compiling, the pybind front) a
+        # layer the dispatcher sent to the vendor cost 3.5-4.5 us more host time than the plain
+        # layer, and a Qwen2.5-7B block at M=128 (one layer of five on a kernel of ours) read
+        # 0.92-0.96 eager and 0.90-0.98 flushed (2026-11-25, eval/overhead.py, eval/decoder_layer.py).
+        try:
+            return door(x, self.weight, self.bias)
+        except (TypeError, InputError):   # not an fp16 CUDA tensor: the layer's own forward
+            return type(self).forward(self, x)
     import torch
     if (isinstance(x, torch.Tensor) and x.is_cuda and x.dtype is torch.float16 and self.weight.is_cuda
             and not (torch.is_grad_enabled() and (x.requires_grad or self.weight.requires_grad))):
