@@ -92,13 +92,29 @@ Driver& driver() {
   return d;
 }
 
-inline uint64_t shape_key(int64_t M, int64_t N, int64_t K) {
-  return (uint64_t(M) << 42) ^ (uint64_t(N) << 21) ^ uint64_t(K);
-}
+// The tables' key is the whole shape, compared whole: a packed 64-bit key ((M << 42) ^ (N << 21)
+// ^ K) made shapes collide (M + 2^22 rows, or K of 2^21 or more), and a call at such a shape ran
+// the kernel registered for the other one, resolved for its grid (review 42).
+struct ShapeKey {
+  int64_t M, N, K;
+  bool operator==(const ShapeKey& o) const { return M == o.M && N == o.N && K == o.K; }
+};
+struct ShapeHash {
+  size_t operator()(const ShapeKey& s) const noexcept {
+    uint64_t h = uint64_t(s.M) * 0x9E3779B97F4A7C15ull;
+    h = (h ^ (h >> 29) ^ uint64_t(s.N)) * 0xBF58476D1CE4E5B9ull;
+    h = (h ^ (h >> 31) ^ uint64_t(s.K)) * 0x94D049BB133111EBull;
+    return size_t(h ^ (h >> 32));
+  }
+};
+template <class V>
+using ShapeMap = std::unordered_map<ShapeKey, V, ShapeHash>;
+
+inline ShapeKey shape_key(int64_t M, int64_t N, int64_t K) { return ShapeKey{M, N, K}; }
 
 std::mutex g_mu;                                 // registration only; calls read without it
 std::vector<std::unique_ptr<Kernel>> g_kernels;  // never shrinks: indices stay valid
-std::unordered_map<uint64_t, Kernel*> g_table;
+ShapeMap<Kernel*> g_table;
 enum Fallback { NO_ENTRY = 0, UNALIGNED, BIAS, NOT_DENSE_FP16, AUTOGRAD, FAILED, N_FALLBACKS };
 const char* kFallbackNames[N_FALLBACKS] = {"no_entry", "unaligned", "bias", "not_dense_fp16", "autograd", "failed"};
 std::atomic<int64_t> g_fallbacks[N_FALLBACKS];
@@ -109,13 +125,13 @@ PyObject* g_loader = nullptr;
 PyObject* g_input_error = nullptr;
 PyObject* g_slow = nullptr;              // cudal2.linear's long way in Python (`linear_door`)
 std::atomic<bool> g_default{false};      // the table serves the default library (`linear_door`)
-std::unordered_map<uint64_t, bool> g_pending;     // exact shapes not loaded yet -> asked already
-std::unordered_map<uint64_t, bool> g_ranged;      // (N, K) of M-range entries
-std::unordered_map<uint64_t, bool> g_declined;    // shapes the loader did not register
+ShapeMap<bool> g_pending;     // exact shapes not loaded yet -> asked already
+ShapeMap<bool> g_ranged;      // (N, K) of M-range entries
+ShapeMap<bool> g_declined;    // shapes the loader did not register
 
 // Ask Python to load and register the entry for (M, N, K); true when the table now has it.
 bool load_pending(int64_t M, int64_t N, int64_t K) {
-  const uint64_t key = shape_key(M, N, K);
+  const ShapeKey key = shape_key(M, N, K);
   {
     std::lock_guard<std::mutex> lock(g_mu);
     const bool exact = g_pending.erase(key) > 0;
