@@ -59,3 +59,84 @@ def test_a_shape_whose_packed_key_collides_is_not_served_by_another_shapes_kerne
     r = subprocess.run([sys.executable, "-c", prog], env=dispatcher_env, capture_output=True, text=True, cwd=REPO)
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stdout.split("\n")[0] == "[0, 1, 1] {'served': 1}", r.stdout
+
+
+# --- the manifest: every malformed field is a one-line LibraryError at load --------------------
+
+def _lib_entry(folder, **over):
+    from tests.test_library import entry, put
+    e = entry(folder, "e1", M=64, N=128, K=128, score=1.5)
+    e.measured["bench"] = {"speedup": {"eager": 1.5, "graph": 1.5, "flushed": 1.5}}
+    put(folder, e)
+    doc = json.loads((folder / "manifest.json").read_text())
+    doc["entries"][0].update(over)
+    (folder / "manifest.json").write_text(json.dumps(doc))
+
+
+BAD_FIELDS = {
+    "m_range not a pair": {"M": None, "m_range": "ab"},
+    "m_range of one": {"M": None, "m_range": [1]},
+    "m_range reversed": {"M": None, "m_range": [4096, 1]},
+    "M a float": {"M": 64.0},
+    "M negative": {"M": -64},
+    "M past 32 bits": {"M": 2**32 + 64},
+    "id a list": {"id": [1]},
+    "source an int": {"source": 5},
+    "measured a list": {"measured": []},
+    "provenance a list": {"provenance": []},
+    "bench speedup a string": {"measured": {"score": 1.5, "bench": {"speedup": {"eager": "3"}}}},
+    "bench speedup infinite": {"measured": {"score": 1.5, "bench": {"speedup": {"eager": float("inf")}}}},
+    "bench history of ints": {"measured": {"score": 1.5, "bench": {"speedup": {"eager": 1.5}}, "bench_history": [5]}},
+}
+
+
+@pytest.mark.parametrize("what", sorted(BAD_FIELDS))
+def test_a_malformed_manifest_field_is_a_library_error_at_load_not_a_crash_in_a_call(tmp_path, what):
+    # Before: these loaded (or died in Library() with TypeError/AttributeError/IndexError), and an
+    # m_range of the wrong form raised TypeError/IndexError out of lookup, i.e. out of the user's
+    # matmul call; "M a float" was served at M=64 and then could not be handed to the dispatcher.
+    from cudal2.library import Library, LibraryError
+    _lib_entry(tmp_path, **BAD_FIELDS[what])
+    with pytest.raises(LibraryError) as err:
+        lib = Library(tmp_path)
+        lib.lookup(64, 128, 128)
+    assert "\n" not in str(err.value) and "manifest.json: entry 0" in str(err.value)
+
+
+def test_a_manifest_file_name_outside_the_folder_cannot_make_the_writer_delete_it(tmp_path):
+    # A hostile manifest names a file outside the library folder as an entry's source, with that
+    # file's hash; publishing a better entry at the shape unlinked the replaced entry's files:
+    # folder / "../victim.cu", outside the library.
+    from cudal2.library import LibraryError, manifest
+    from tests.test_library import add, entry, put
+    folder = tmp_path / "lib"
+    victim = tmp_path / "victim.cu"
+    victim.write_text("// someone else's file\n")
+    old = entry(folder, "old", M=64, N=128, K=128, score=1.1)
+    put(folder, old)
+    doc = json.loads((folder / "manifest.json").read_text())
+    doc["entries"][0].update(source="../victim.cu", source_sha256=manifest.sha256_text(victim.read_text()))
+    (folder / "manifest.json").write_text(json.dumps(doc))
+    try:
+        add(folder, entry(folder, "new", M=64, N=128, K=128, score=2.0))
+    except LibraryError as e:
+        assert "plain file name" in str(e)
+    assert victim.exists()
+
+
+# --- publication: a reordered M-range entry must beat its parent measured now ----------------------
+
+def test_an_m_range_entry_is_published_only_above_the_entry_of_the_same_range_measured_now(tmp_path):
+    # `cudal2 sass` publishes a reordered entry through writer.add with the parent's fresh score in
+    # `rescored`; writer.add compared only exact shapes, so for an M-range parent the reorder was
+    # published beside it whatever it scored (1.2 against the parent's 1.5 measured now).
+    from cudal2.library import manifest
+    from tests.test_library import add, entry, put
+    parent = entry(tmp_path, "parent", M=None, N=256, K=64, m_range=[1, 4096], score=1.5)
+    put(tmp_path, parent)
+    slower = entry(tmp_path, "parent-sass-0123456789", M=None, N=256, K=64, m_range=[1, 4096], score=1.2)
+    assert not add(tmp_path, slower, rescored={"parent": 1.5})
+    assert [e.id for e in manifest.read(tmp_path)] == ["parent"]
+    faster = entry(tmp_path, "parent-sass-abcdef0123", M=None, N=256, K=64, m_range=[1, 4096], score=1.8)
+    assert add(tmp_path, faster, rescored={"parent": 1.5})
+    assert [e.id for e in manifest.read(tmp_path)] == ["parent-sass-abcdef0123"]

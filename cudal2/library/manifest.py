@@ -119,8 +119,9 @@ def read(folder: Path, check_binaries: bool = True) -> list[Entry]:
             e = Entry(**{k: v for k, v in d.items() if k in Entry.__dataclass_fields__})
         except TypeError as err:
             raise LibraryError(f"{where}: {err}") from None
-        if not all(isinstance(x, int) and x > 0 for x in (e.N, e.K)) or e.K % 8 or (e.M is None) == (e.m_range is None):
-            raise LibraryError(f"{where} ({e.id}): bad shape M={e.M} N={e.N} K={e.K} m_range={e.m_range}")
+        why = _malformed(e)
+        if why:
+            raise LibraryError(f"{where} ({str(e.id)[:80]!s}): {why}")
         if e.id in ids:
             raise LibraryError(f"{where}: duplicate id {e.id}")
         ids.add(e.id)
@@ -141,6 +142,67 @@ def read(folder: Path, check_binaries: bool = True) -> list[Entry]:
                                    "(corrupt? rebuild: cudal2 library build)")
         entries.append(e)
     return entries
+
+
+_MAX_DIM = 2**31 - 1   # the kernels take M, N and K as 32-bit ints (the dispatcher truncates to them)
+
+
+def _dim(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and 0 < x <= _MAX_DIM
+
+
+def _number(x: Any) -> bool:
+    import math
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _speedups_ok(sp: Any, nested: bool) -> bool:
+    """{mode: number} (a bench record), or {mode: {baseline: number}} (a run's), all finite."""
+    if not isinstance(sp, dict):
+        return False
+    return all(isinstance(m, str) and (_speedups_ok(v, False) if nested else _number(v)) for m, v in sp.items())
+
+
+def _plain_name(x: Any) -> bool:
+    """A file name beside the manifest: no folder part, so nothing outside the library folder is
+    read, hashed, overwritten or deleted (writer.add unlinks a replaced entry's files)."""
+    return isinstance(x, str) and x not in ("", ".", "..") and "/" not in x and "\\" not in x and "\0" not in x
+
+
+def _malformed(e: Entry) -> str:
+    """Why an entry's fields are not what the library's code relies on ('' when they are): every
+    bad value is refused here, in one line, never met later as a TypeError or IndexError in a
+    lookup or a user's call (review 42)."""
+    if not isinstance(e.id, str) or not e.id:
+        return f"id {e.id!r} is not a non-empty string"
+    if not (_dim(e.N) and _dim(e.K)) or e.K % 8:
+        return f"bad shape N={e.N!r} K={e.K!r} (positive 32-bit ints, K a multiple of 8)"
+    if (e.M is None) == (e.m_range is None):
+        return f"bad shape M={e.M!r} m_range={e.m_range!r} (exactly one of them)"
+    if e.M is not None and not _dim(e.M):
+        return f"bad shape M={e.M!r} (a positive 32-bit int)"
+    if e.m_range is not None and not (isinstance(e.m_range, list) and len(e.m_range) == 2
+                                      and all(map(_dim, e.m_range)) and e.m_range[0] <= e.m_range[1]):
+        return f"bad m_range {e.m_range!r} (want [lo, hi], positive 32-bit ints, lo <= hi)"
+    for name in ("family", "source_sha256", "device_sha256", "date"):
+        if not isinstance(getattr(e, name), str):
+            return f"{name} {getattr(e, name)!r} is not a string"
+    for name in ("params", "provenance", "build", "measured", "gpu", "extra"):
+        if not isinstance(getattr(e, name), dict):
+            return f"{name} is not an object"
+    for name in ("source", "binary"):
+        if getattr(e, name) is not None and not _plain_name(getattr(e, name)):
+            return f"{name} {getattr(e, name)!r} is not a plain file name beside the manifest"
+    m = e.measured
+    if m.get("score") is not None and not _number(m["score"]):
+        return f"measured score {m['score']!r} is not a finite number"
+    if "speedup" in m and not _speedups_ok(m["speedup"], True):
+        return "measured speedups are not {mode: {baseline: finite number}}"
+    benches = ([m["bench"]] if "bench" in m else []) + (m.get("bench_history", []) if isinstance(
+        m.get("bench_history", []), list) else [None])
+    if not all(isinstance(b, dict) and _speedups_ok(b.get("speedup") or {}, False) for b in benches):
+        return "a bench record is not an object with {mode: finite number} speedups"
+    return ""   # a launch spec that does not resolve disables its entry at load (the vendor runs)
 
 
 def write(folder: Path, entries: list[Entry]) -> None:
