@@ -3,8 +3,8 @@
 Guarantees: an entry is written only from a result that passed every check; its source is
 stored beside the manifest under a content-derived name, and its cubin (the binary the judge
 loaded, whose sha256 is the entry's device hash) beside it (contract v2 only: `add` refuses an
-entry without one); for a shape already in the library the
-better-scoring entry is kept (a tie keeps the existing one), comparing against an existing entry's
+entry without one); for a shape (or an M-range) already in the
+library the better-scoring entry is kept (a tie keeps the existing one), comparing against an existing entry's
 score measured now when the caller passes one (`rescored`); the manifest is replaced atomically.
 
 Does not: measure or compare across GPUs: scores from the generating run are taken as measured.
@@ -47,7 +47,10 @@ def add(folder: Path, e: Entry, source: str, rescored: dict[str, float] | None =
     if not e.wins(margin):
         return False
     entries = manifest.read(folder)
-    same = [x for x in entries if x.m_range is None and (x.M, x.N, x.K) == (e.M, e.N, e.K)]
+    # The entries `e` would stand beside at the same coverage: one exact shape, or one M-range (a
+    # reordered M-range entry of `cudal2 sass` is compared with its parent measured now; review 42:
+    # only exact shapes were, so a slower reorder of an M-range entry was published beside it).
+    same = [x for x in entries if (x.M, x.m_range, x.N, x.K) == (e.M, e.m_range, e.N, e.K)]
     rescored = rescored or {}
     if any(rescored.get(x.id, x.score) >= e.score for x in same):
         return False
