@@ -140,3 +140,35 @@ def test_an_m_range_entry_is_published_only_above_the_entry_of_the_same_range_me
     faster = entry(tmp_path, "parent-sass-abcdef0123", M=None, N=256, K=64, m_range=[1, 4096], score=1.8)
     assert add(tmp_path, faster, rescored={"parent": 1.5})
     assert [e.id for e in manifest.read(tmp_path)] == ["parent-sass-abcdef0123"]
+
+
+# --- the results store: a verdict is reused only under the judging code that reached it ------------
+
+@pytest.mark.parametrize("changed", ["build rules", "judge code"])
+def test_a_verdict_stored_under_older_judging_code_is_not_reused(tmp_path, monkeypatch, changed):
+    # The result key named the source, shape, config sections, GPU and nvcc, not the code that
+    # judged: after a rule or judge fix, a resumed run found a cheat's stored "verified" before
+    # building it again (the build cache is keyed on the rules, the results store was not), and
+    # with search.confirm = false the engine published that stale verdict.
+    from cudal2.config import Config
+    from cudal2.harness import build, evaluate
+    from cudal2.harness.store import Store
+    from cudal2.problem import Problem
+    from cudal2.result import EvalResult, Stage
+    cfg, p, src = Config(), Problem(64, 64, 64), "// a kernel once verified\n"
+    store = Store(tmp_path / "run.db")
+    store.put(evaluate.result_key(src, p, cfg, "H100"), EvalResult("x", "h", 64, 64, 64, stage=Stage.DONE, ok=True))
+    assert evaluate.stored(store, src, p, cfg, "H100") is not None
+    if hasattr(evaluate, "judge_version"):
+        evaluate.judge_version.cache_clear()
+    if changed == "build rules":
+        monkeypatch.setattr(build, "rules_version", lambda: "rules after a fix")
+    else:
+        real = Path.read_bytes
+        monkeypatch.setattr(Path, "read_bytes", lambda self: real(self) + (b"# fixed\n" if self.name == "judge.py"
+                                                                           else b""))
+    try:
+        assert evaluate.stored(store, src, p, cfg, "H100") is None
+    finally:
+        if hasattr(evaluate, "judge_version"):
+            evaluate.judge_version.cache_clear()

@@ -5,7 +5,8 @@ Guarantees:
   come through it;
 - builds run in parallel while the GPU worker judges earlier candidates (one job at a time per
   GPU, so timings never share the device with another candidate);
-- results are persisted as each arrives, keyed on everything that changes a verdict; a key
+- results are persisted as each arrives, keyed on everything that changes a verdict (the judging
+  code's version included: `judge_version`); a key
   already in the store is returned from it, not evaluated again (resume);
 - a candidate that hangs, crashes or leaves a sticky CUDA error costs only itself: its result
   records the fault and the stage, and the worker is replaced;
@@ -23,6 +24,7 @@ Does not: run candidate code in this process (only `worker.py` does).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -61,9 +63,28 @@ class Candidate:
         return cls.made_by(e.id, source, e.provenance.get("kind", ""), e.family, e.params)
 
 
+@functools.cache
+def judge_version() -> str:
+    """A hash of the code that reaches a verdict: the harness's modules (the judge, its guards,
+    timing, comparisons, loader, trust), the shapes' verification rules (`problem`) and the build's
+    rules (`build.rules_version`). A stored verdict is reused only under the code that reached it:
+    a judge fixed after a cheat was stored as verified judges that source again (review 42: the
+    key named the config and toolkit but not the rules, so a resumed run found the stale verdict
+    before building, and `search.confirm = false` published it)."""
+    from pathlib import Path
+
+    import cudal2.problem
+    from cudal2.harness.build import rules_version
+    h = hashlib.sha256()
+    for f in sorted(Path(__file__).parent.glob("*.py")) + [Path(cudal2.problem.__file__)]:
+        h.update(f.name.encode() + b"\0" + f.read_bytes())
+    h.update(rules_version().encode())
+    return h.hexdigest()[:16]
+
+
 def result_key(source: str, p: Problem, cfg: Config, gpu: str, profile: bool = False, time_it: bool = True) -> str:
     parts = [source_hash(source), str(p), cfg.digest("build", "verify", "timing"), gpu, nvcc_version(cfg.build.nvcc),
-             "profile" if profile else "", "" if time_it else "verify-only"]
+             "profile" if profile else "", "" if time_it else "verify-only", judge_version()]
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:32]
 
 
