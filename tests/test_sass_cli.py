@@ -170,3 +170,36 @@ def test_play_publishes_only_what_passed_the_bitwise_check(tmp_path, monkeypatch
         assert o.status == "published" and got.id == o.new_id and got.provenance["kind"] == "sass"
     else:
         assert o.status == "bitwise mismatch" and "differ" in o.detail and got.id == parent.id
+
+
+@pytest.mark.skipif(tools.find("nvdisasm") is None, reason="nvdisasm missing")
+def test_play_runs_the_builds_rules_on_the_reordered_cubin_before_the_judge(tmp_path, monkeypatch, cfg):
+    from cudal2.harness import build
+    from cudal2.sass import run as sass_run
+    parent = next(e for e in manifest.read(SHIPPED) if e.id == SM80)
+    for f in (parent.source, parent.binary):
+        shutil.copy(SHIPPED / f, tmp_path / f)
+    manifest.write(tmp_path, [parent])
+    checked = []   # (the cubin the rules saw, the real rules' verdict on it)
+
+    def never(*a, **k):
+        raise AssertionError("a cubin the build's rules refused reached the judge")
+
+    monkeypatch.setattr(build, "binary_violations", _recording(build.binary_violations, checked))
+    monkeypatch.setattr(verify, "PairedMeasure", FakePairedMeasure)
+    monkeypatch.setattr(verify, "bitwise", lambda *a, **k: verify.BitwiseReport(True, ""))
+    monkeypatch.setattr(sass_run, "_judge", never)
+    o = sass_run.play(parent, tmp_path, cfg, "test", "greedy", budget_s=60, max_latency=32)
+    assert o.status == "refused by the build's rules" and "test" in o.detail
+    (data, honest_verdict), = checked
+    assert data != (tmp_path / parent.binary).read_bytes()   # the reordered cubin, not the shipped one
+    assert honest_verdict == []   # a legal reorder of an honest kernel passes the real rules
+    assert [e.id for e in manifest.read(tmp_path)] == [parent.id]
+
+
+def _recording(real, checked):
+    """TEST DOUBLE of build.binary_violations: runs the real rules and records them, then refuses."""
+    def rules(path, spec):
+        checked.append((path.read_bytes(), real(path, spec)))
+        return ["sass: a rule the reorder broke (test)"]
+    return rules

@@ -284,21 +284,27 @@ def _compile_v2(work: Path, cfg: BuildConfig, folder: Path, spec: launch.LaunchS
         return rc, log, _failed(rc, log, cfg)
     ptx.unlink()  # large, and the source it came from is kept
     data = (work / "kernel.cubin").read_bytes()
-    try:
-        bad = cubin.violations(cubin.inspect(data), [k.name for k in spec.kernels])
-    except cubin.CubinError as e:
-        bad = [f"unreadable cubin: {e}"]
-    if bad:
-        return rc, log, BuildResult(False, "", "build", reason="cubin: " + "; ".join(bad), log=_trim(log))
-    if bad := constbank.violations(work / "kernel.cubin"):
+    if bad := binary_violations(work / "kernel.cubin", spec):
         # a disassembler killed at its timeout refuses the build, uncached like a build's own
         # timeout (the machine may just have been busy; review 40)
         timed_out = any(tools.TIMED_OUT in b for b in bad)
-        return None if timed_out else rc, log, BuildResult(False, "", "build", reason="sass: " + "; ".join(bad),
-                                                           log=_trim(log))
+        return None if timed_out else rc, log, BuildResult(False, "", "build", reason="; ".join(bad), log=_trim(log))
     return rc, log, BuildResult(True, "", "build", lib_path=str(folder / "kernel.cubin"), log=_trim(log),
                                 resources=parse_ptxas(log), device_sha256=hashlib.sha256(data).hexdigest(),
                                 kind="cubin", spec=spec.to_dict())
+
+
+def binary_violations(path: Path, spec: launch.LaunchSpec) -> list[str]:
+    """The build's rules on a finished cubin, each reason prefixed by its kind ("cubin: ",
+    "sass: "); [] when it passes. The rules on the PTX are not among them: a cubin edited after
+    the build (`cudal2 sass`) has none, so these are what can check it again."""
+    try:
+        bad = cubin.violations(cubin.inspect(Path(path).read_bytes()), [k.name for k in spec.kernels])
+    except cubin.CubinError as e:
+        bad = [f"unreadable cubin: {e}"]
+    if bad:
+        return ["cubin: " + "; ".join(bad)]
+    return ["sass: " + "; ".join(bad)] if (bad := constbank.violations(Path(path))) else []
 
 
 def _failed(rc: int | None, log: str, cfg: BuildConfig) -> BuildResult:

@@ -7,8 +7,9 @@ Guarantees:
   the agent within the time budget, timing paired against the shipped cubin in a worker process
   (`verify.PairedMeasure`); then, only for a gain that reached `min_gain` twice (the agent's
   reproduction), the bitwise comparison with the original on every shape the judge verifies the
-  entry at (`verify.bitwise`), then the judge's full checks and timing against the vendor on the
-  reordered cubin, beside the shipped cubin judged again now;
+  entry at (`verify.bitwise`), then the build's rules on the reordered cubin
+  (`build.binary_violations`), then the judge's full checks and timing against the vendor on it,
+  beside the shipped cubin judged again now;
 - a new library entry is written only after all of that passed, through `library.writer.add`
   (atomic manifest, never a loss: it must beat the vendor by `[library] serve_margin` and score
   above the parent measured now, else nothing changes). It has provenance `{"kind": "sass",
@@ -91,6 +92,8 @@ def _judge(path: Path, e: Entry, source: str, cfg, worker, gpu: str):
 def play(e: Entry, folder: Path, cfg, gpu: str, agent: str = "greedy", budget_s: float = 300.0,
          min_gain: float = 0.01, max_latency: int | None = None, publish: bool = True, seed: int = 0,
          worker=None) -> Outcome:
+    from cudal2.harness import build
+    from cudal2.harness.launch import LaunchSpec
     from cudal2.harness.worker import Worker
     from cudal2.library import writer
     from cudal2.sass import agents, verify
@@ -132,6 +135,11 @@ def play(e: Entry, folder: Path, cfg, gpu: str, agent: str = "greedy", budget_s:
         with tempfile.TemporaryDirectory() as d:
             path = Path(d) / f"{e.id}-sass.cubin"
             path.write_bytes(new)
+            # The build's rules on the machine code again: a reorder keeps each block's register
+            # dependencies, but the rules, not that argument, are what the judge relies on.
+            if bad := build.binary_violations(path, LaunchSpec.from_dict(e.spec)):
+                out.status, out.detail = "refused by the build's rules", "; ".join(bad)
+                return out
             t0 = time.monotonic()
             r_new = _judge(path, e, source, cfg, worker, gpu)
             r_old = _judge(folder / e.binary, e, source, cfg, worker, gpu) if r_new.ok else None
