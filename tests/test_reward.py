@@ -58,3 +58,21 @@ def test_the_ncu_term_reads_the_profilers_tensor_pipe_share():
     r.speedup = {"offline": {"vendor_default": 1.0}, "server": {"vendor_default": 1.0}}
     r.profile = {"summary": {"tensor_pipe_pct": 50.0}}
     assert from_result(TrainConfig(ncu_weight=0.2), r).ncu == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), 0.0, -1.0])
+def test_a_speedup_that_is_no_finite_positive_number_gets_the_floor_never_nan(bad):
+    p = shape(CFG, "done", ok=True, speedup=bad)
+    assert p.reward == CFG.floor and not p.verified
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), 0.0])
+def test_a_result_with_an_unusable_speedup_scores_none_and_earns_the_floor(bad):
+    from cudal2.search.score import score
+    r = EvalResult("x", "h", 64, 64, 64, stage=Stage.DONE, ok=True,
+                   speedup={"offline": {"vendor_default": 1.2}, "server": {"vendor_default": bad}})
+    assert score(r) is None and from_result(CFG, r).reward == CFG.floor
+
+
+def test_a_nan_nsight_term_adds_nothing():
+    assert shape(CFG, "done", ok=True, speedup=1.0, ncu=float("nan")).reward == shape(CFG, "done", ok=True, speedup=1.0).reward

@@ -5,7 +5,9 @@ Guarantees (`shape`):
   sanity check that catches impossible times, a hang or crash of its own) gets `floor`; only a
   verified kernel earns more, `verified` plus (1 - `verified`) x min(speedup, cap) / cap, plus
   at most `ncu_weight` for the optional Nsight Compute term (clipped to [0, 1]);
-- compiling alone earns nothing more than the floor;
+- compiling alone earns nothing more than the floor; a speedup that is not a finite positive
+  number (which the judge's sanity check should make impossible) earns the floor too, so no
+  reward is ever NaN or infinite;
 - an infrastructure fault (the harness's own error, no GPU to judge on) returns None, never a
   penalty: TRL gives a row whose rewards are all None an advantage of 0;
 - `RewardParts` keeps every part (stage, compiled, verified, speedup, ncu, reason) for the trace.
@@ -15,6 +17,7 @@ Does not: run anything (see `service.py`).
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 
 from cudal2.config import TrainConfig
@@ -45,6 +48,12 @@ def shape(cfg: TrainConfig, stage: str, ok: bool, speedup: float | None = None, 
         return RewardParts(None, stage, compiled, False, None, None, reason or "infrastructure fault: no reward")
     if not ok or stage != Stage.DONE.value or speedup is None:
         return RewardParts(cfg.floor, stage, compiled, False, None, None, reason)
+    if not math.isfinite(speedup) or speedup <= 0:
+        # the sanity check's floor should make this impossible; a NaN reward would poison the
+        # whole group's advantages, so the gate holds even if a timing path lets one through
+        return RewardParts(cfg.floor, stage, compiled, False, None, None, f"unusable speedup {speedup!r}")
+    if ncu is not None and not math.isfinite(ncu):
+        ncu = None
     term = min(max(speedup, 0.0), cfg.speedup_cap) / cfg.speedup_cap
     extra = cfg.ncu_weight * min(max(ncu, 0.0), 1.0) if (ncu is not None and cfg.ncu_weight) else 0.0
     return RewardParts(cfg.verified + (1.0 - cfg.verified) * term + extra, stage, True, True, speedup, ncu, reason)
