@@ -202,9 +202,12 @@ def _first_error(log: str) -> str:
 
 
 def _run_killable(cmd: list[str], cwd: str, timeout: float) -> tuple[int | None, str]:
-    """(returncode or None on timeout, combined output)."""
+    """(returncode or None on timeout, combined output). The output is decoded with undecodable
+    bytes replaced: the compiler echoes a candidate's bytes (`#pragma message("\\xff")` prints a raw
+    0xff), and a strict decode raised UnicodeDecodeError out of build(), build_many and the reward
+    service's whole batch (review 43)."""
     proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+                            errors="replace", start_new_session=True)
     try:
         out, _ = proc.communicate(timeout=timeout)
         return proc.returncode, out

@@ -65,7 +65,8 @@ def require(name: str) -> str:
 
 def run(name: str, args: list[str], timeout: float = 60.0) -> str:
     try:
-        proc = subprocess.run([require(name), *args], capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run([require(name), *args], capture_output=True, text=True, errors="replace",
+                              timeout=timeout)   # a tool may echo bytes that are not UTF-8 (review 43)
     except subprocess.TimeoutExpired:   # (subprocess.run has killed it)
         raise ToolTimeout(f"{name} {' '.join(args)} {TIMED_OUT} {timeout:.0f} s") from None
     if proc.returncode != 0:
