@@ -45,3 +45,59 @@ def test_a_tool_whose_output_is_not_utf8_returns_text(tmp_path, monkeypatch):
     script.chmod(0o755)
     monkeypatch.setattr(tools, "require", lambda name: str(script))
     assert tools.run("nvdisasm", []).startswith("a")
+
+
+# --- the policy's comment and string stripper: linear in a line's length ----------------------
+# Every quote searched back to its line's start and matched the include regex over the line's
+# leading blanks: 40,000 blanks then 20,000 empty strings took 3.3 s (quadratic) in the build of
+# every contract-v2 candidate.
+
+def _strip_oracle(source: str) -> str:
+    """The stripper before review 43 (quadratic), as the oracle of its verdicts."""
+    import re
+    out, i, n = [], 0, len(source)
+    while i < n:
+        c = source[i]
+        if source.startswith("//", i):
+            j = source.find("\n", i)
+            j = n if j < 0 else j
+            out.append(" " * (j - i)); i = j
+        elif source.startswith("/*", i):
+            j = source.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            out.append("".join(ch if ch == "\n" else " " for ch in source[i:j])); i = j
+        elif c in "\"'":
+            line_start = source.rfind("\n", 0, i) + 1
+            if c == '"' and re.match(r"\s*#\s*include\b", source[line_start:i]):
+                j = source.find('"', i + 1) + 1 or n
+                out.append(source[i:j]); i = j
+                continue
+            j = i + 1
+            while j < n and source[j] != c and source[j] != "\n":
+                j += 2 if source[j] == "\\" else 1
+            j = min(j + 1, n)
+            out.append(c + " " * max(0, j - i - 2) + (c if j - i >= 2 else "")); i = j
+        else:
+            out.append(c); i += 1
+    return "".join(out)
+
+
+@pytest.mark.timeout(60)
+def test_stripping_a_long_line_of_blanks_and_quotes_is_linear():
+    import time
+    from cudal2.harness.policy import check_device_only
+    src = " " * 40_000 + '""' * 20_000 + "\n"
+    t0 = time.monotonic()
+    check_device_only(src)
+    assert time.monotonic() - t0 < 0.5
+
+
+def test_the_stripper_agrees_with_its_oracle():
+    import random
+    from cudal2.harness.policy import strip_comments_and_strings
+    rng = random.Random(43)
+    parts = ['"', "'", "\\", "\n", " ", "\t", "#", "include", "#include", ' #  include "a.h"', "<x.h>", "//",
+             "/*", "*/", "x", "includex", "#include'", '"\n']
+    for _ in range(3000):
+        s = "".join(rng.choice(parts) for _ in range(rng.randint(0, 30)))
+        assert strip_comments_and_strings(s) == _strip_oracle(s), repr(s)
