@@ -101,3 +101,33 @@ def test_the_stripper_agrees_with_its_oracle():
     for _ in range(3000):
         s = "".join(rng.choice(parts) for _ in range(rng.randint(0, 30)))
         assert strip_comments_and_strings(s) == _strip_oracle(s), repr(s)
+
+
+# --- an unclosed launch block: no v1 file from a completion; the v1 stream rule linear --------
+# A completion whose `/* cudal2-launch` had no `*/` passed the parser (it looked for the opening
+# alone), built as a v1 file, and policy.check's `<<<(.*?)>>>` rescanned to the end from each
+# unclosed `<<<`: 20,000 of them took 32 s of Python in one build thread of the reward service.
+
+def test_a_completion_whose_launch_block_is_unclosed_is_a_parse_error():
+    from cudal2.llm.parse import ParseError, candidate_source
+    with pytest.raises(ParseError):
+        candidate_source("```cuda\n__global__ void k() {}\n/* cudal2-launch {\"kernels\": []}\n```\n", "full", None)
+
+
+@pytest.mark.timeout(60)
+def test_the_stream_rule_is_linear_in_unclosed_launches():
+    import time
+    from cudal2.harness.policy import check
+    t0 = time.monotonic()
+    check("<<<" * 20_000 + "\n")
+    assert time.monotonic() - t0 < 2
+
+
+def test_the_stream_rule_finds_what_its_regex_found():
+    import random
+    import re
+    from cudal2.harness.policy import _launches
+    rng = random.Random(43)
+    for _ in range(3000):
+        s = "".join(rng.choice(["<<<", ">>>", "<", ">", ",", "x", "\n"]) for _ in range(rng.randint(0, 25)))
+        assert _launches(s) == [(m.start(), m.group(1)) for m in re.finditer(r"<<<(.*?)>>>", s, re.S)], repr(s)
