@@ -163,8 +163,8 @@ def generate(mnk: Optional[str] = typer.Option(None, "--mnk", help="One shape M,
         fail(str(e))
     cfg = load_config(config)
     if budget_minutes is not None:
-        if budget_minutes <= 0:
-            fail("--budget-minutes must be positive")
+        if not 0 < budget_minutes < float("inf"):   # nan and inf too (review 43: nan ran unbounded)
+            fail("--budget-minutes must be a positive number")
         cfg.search.budget_minutes = budget_minutes
     if families:
         cfg.search.families = [f.strip() for f in families.split(",") if f.strip()]
@@ -240,6 +240,8 @@ def library_build(root: Optional[Path] = LibOpt, arch: Optional[str] = ArchOpt,
     from cudal2.library import LibraryError, folder as lib_folder
     try:
         where = lib_folder(root, arch)
+        if not where.is_dir():   # a mistyped --root or --arch created an empty library (review 43)
+            fail(f"no library folder {where}: check --root and --arch")
         from cudal2.library.rebuild import rebuild
         report = rebuild(where, load_config(config).build, out)
     except LibraryError as e:
@@ -359,8 +361,8 @@ def sass(entry: Optional[str] = typer.Option(None, "--entry", help="A library en
         fail(f"--agent {agent!r}: choose one of {', '.join(AGENTS)}")
     if agent == "ppo" and importlib.util.find_spec("torch") is None:
         fail("--agent ppo needs torch (pip install torch); greedy and anneal do not")
-    if budget_minutes <= 0:
-        fail("--budget-minutes must be positive")
+    if not 0 < budget_minutes < float("inf"):
+        fail("--budget-minutes must be a positive number")
     if max_latency is not None and max_latency < 1:
         fail("--max-latency must be a positive number of cycles")
     lib = open_library(root, arch)

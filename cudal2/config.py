@@ -206,6 +206,8 @@ class Config:
                 raise ConfigError(f"config file not found: {path}") from None
             except tomllib.TOMLDecodeError as e:
                 raise ConfigError(f"{path}: not valid TOML: {e}") from None
+            except (OSError, UnicodeDecodeError) as e:   # a folder, unreadable, not UTF-8 (review 43)
+                raise ConfigError(f"cannot read config file {path}: {getattr(e, 'strerror', None) or e}") from None
         for section, values in overrides.items():
             data.setdefault(section, {}).update(values)
         return cls.from_dict(data)
@@ -259,6 +261,8 @@ def _check(key: str, hint: Any, value: Any, meta: dict[str, Any]) -> Any:
         value = float(value)
     if not isinstance(value, hint) or (hint is int and isinstance(value, bool)):
         raise ConfigError(f"{key} must be {hint.__name__}, got {value!r}")
+    if hint is float and value != value:   # TOML's nan passed every bound (each comparison false; review 43)
+        raise ConfigError(f"{key} must be a number, got nan")
     if "ge" in meta and value < meta["ge"]:
         raise ConfigError(f"{key} must be >= {meta['ge']}, got {value}")
     if "gt" in meta and value <= meta["gt"]:

@@ -32,7 +32,7 @@ def layer_gemms(config: str | Path) -> dict[str, tuple[int, int]]:
         cfg = json.loads(Path(config).read_text())
     except FileNotFoundError:
         raise ProblemError(f"model config not found: {path}") from None
-    except (OSError, json.JSONDecodeError) as e:
+    except (OSError, ValueError, RecursionError) as e:   # JSONDecodeError and UnicodeDecodeError are ValueErrors
         raise ProblemError(f"{path}: not a readable JSON config ({e})") from None
     if not isinstance(cfg, dict):
         raise ProblemError(f"{path}: a model config is a JSON object")

@@ -56,7 +56,18 @@ def parse_mnk(text: str) -> Problem:
     parts = re.split(r"[,xX]", text.strip())
     if len(parts) != 3 or not all(re.fullmatch(r"\d+", p.strip()) for p in parts):
         raise ProblemError(f"--mnk wants three positive integers like 4096,4096,4096; got {text!r}")
-    return Problem(*(int(p) for p in parts))
+    return _user_shape(Problem(*(int(p) for p in parts)))
+
+
+MAX_DIM = 2**31 - 1   # the kernels' size arguments are 32-bit ints
+
+
+def _user_shape(p: Problem) -> Problem:
+    """A shape a user typed: each size a 32-bit int (99999999999999999999999 was accepted, and
+    generate built 16 kernels for it that all failed; review 43)."""
+    if max(p.M, p.N, p.K) > MAX_DIM:
+        raise ProblemError(f"{p}: M, N and K must each be at most {MAX_DIM}")
+    return p
 
 
 def load_shapes(path: str | Path) -> list[Problem]:
@@ -67,6 +78,10 @@ def load_shapes(path: str | Path) -> list[Problem]:
         raise ProblemError(f"shapes file not found: {path}") from None
     except json.JSONDecodeError as e:
         raise ProblemError(f"{path}: not valid JSON ({e})") from None
+    except (OSError, UnicodeDecodeError, RecursionError, ValueError) as e:
+        # a folder, an unreadable or non-UTF-8 file, JSON nested too deep or a number too long:
+        # the user's file, so one line, never a traceback (review 43)
+        raise ProblemError(f"cannot read shapes file {path}: {getattr(e, 'strerror', None) or e}") from None
     shapes = data.get("shapes") if isinstance(data, dict) else data
     if not isinstance(shapes, list) or not shapes:
         raise ProblemError(f"{path}: expected a non-empty list of [M, N, K] (or {{'shapes': [...]}})")
@@ -75,7 +90,7 @@ def load_shapes(path: str | Path) -> list[Problem]:
         if not (isinstance(s, list) and len(s) == 3):
             raise ProblemError(f"{path}: entry {i} is not [M, N, K]: {s!r}")
         try:
-            out.append(Problem(*s))
+            out.append(_user_shape(Problem(*s)))
         except ProblemError as e:
             raise ProblemError(f"{path}: entry {i}: {e}") from None
     return out
