@@ -198,13 +198,15 @@ ArchOpt = typer.Option(None, "--arch", help="Architecture folder, e.g. sm90 (def
 
 
 def open_library(root: Optional[Path], arch: Optional[str]):
-    from cudal2.library import LibraryError, load
+    from cudal2.library import LibraryError, folder, load
     if arch is None:
         from cudal2.harness.device import gpu_present
         why = gpu_present()
         if why:
             fail(f"{why}; name the library's architecture with --arch (e.g. --arch sm90)")
     try:
+        if not folder(root, arch).is_dir():   # a mistyped --root or --arch listed an empty library
+            fail(f"no library folder {folder(root, arch)}: check --root and --arch")
         return load(root, arch)
     except LibraryError as e:
         fail(str(e))

@@ -70,3 +70,8 @@ def test_library_build_with_a_mistyped_root_creates_nothing(tmp_path):
     assert_clean_error(run("library", "build", "--root", root, "--arch", "sm90", "--no-dispatcher"),
                        "no library folder")
     assert not root.exists()
+
+
+def test_library_ls_of_a_mistyped_root_is_an_error_not_an_empty_table(tmp_path):
+    assert_clean_error(run("library", "ls", "--root", tmp_path / "nope", "--arch", "sm90"), "no library folder")
+    assert_clean_error(run("library", "ls", "--arch", "sm9O"), "no library folder")
