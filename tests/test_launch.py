@@ -57,6 +57,16 @@ def test_block_over_1024_threads_is_refused():
         parse(spec_with('{"name": "k", "grid": [1], "block": [32, 33], "args": []}')).resolve(1, 1, 8)
 
 
+@pytest.mark.parametrize("smem", ["-1", "232449", "4294968320"])   # the last: 2^32 + 1024, which ctypes truncated
+def test_smem_outside_what_a_block_can_have_is_refused(smem):
+    with pytest.raises(SpecError, match="smem"):
+        parse(spec_with('{"name": "k", "grid": [1], "block": [32], "smem": %s, "args": []}' % smem)).resolve(1, 1, 8)
+
+
+def test_the_most_smem_a_block_can_have_is_accepted():
+    parse(spec_with('{"name": "k", "grid": [1], "block": [32], "smem": 232448, "args": []}')).resolve(1, 1, 8)
+
+
 def test_workspace_slice_outside_the_workspace_is_refused():
     s = parse(spec_with('{"name": "k", "grid": [1], "block": [32], "args": [{"ws": "M * 4"}]}', ', "workspace": "M * 4"'))
     with pytest.raises(SpecError, match="workspace"):

@@ -30,6 +30,10 @@ from typing import Any
 MAX_KERNELS = 8
 MAX_THREADS = 1024
 MAX_CLUSTER = 8
+# The most dynamic shared memory a block can opt into on the largest target (sm90: 227 KiB). More is
+# no kernel's: the driver would refuse it at launch, and past 2^32 bytes ctypes truncated it to a
+# small launch size without a word (reviews 41 and 43).
+MAX_SMEM = 227 * 1024
 SWIZZLES = (0, 32, 64, 128)
 SCALARS = ("M", "N", "K")
 MATRICES = ("A", "B", "C")
@@ -184,8 +188,8 @@ class LaunchSpec:
             if g[0] >= 1 << 31 or g[1] >= 1 << 16 or g[2] >= 1 << 16:
                 raise SpecError(f"kernel {k.name}: grid {g} exceeds the hardware limits")
             smem = evaluate(k.smem, env)
-            if smem < 0:
-                raise SpecError(f"kernel {k.name}: smem {smem} is negative")
+            if not 0 <= smem <= MAX_SMEM:
+                raise SpecError(f"kernel {k.name}: smem {smem} is outside 0..{MAX_SMEM} bytes for {shape}")
             args = []
             for a in k.args:
                 if isinstance(a, str):
