@@ -163,9 +163,7 @@ def generate(mnk: Optional[str] = typer.Option(None, "--mnk", help="One shape M,
         fail(str(e))
     cfg = load_config(config)
     if budget_minutes is not None:
-        if not 0 < budget_minutes < float("inf"):   # nan and inf too (review 43: nan ran unbounded)
-            fail("--budget-minutes must be a positive number")
-        cfg.search.budget_minutes = budget_minutes
+        cfg.search.budget_minutes = positive_minutes(budget_minutes)
     if families:
         cfg.search.families = [f.strip() for f in families.split(",") if f.strip()]
     if llm is not None:
@@ -197,17 +195,36 @@ LibOpt = typer.Option(None, "--root", help="Library folder (default: the package
 ArchOpt = typer.Option(None, "--arch", help="Architecture folder, e.g. sm90 (default: this GPU's).")
 
 
+def positive_minutes(budget_minutes: float) -> float:
+    """--budget-minutes, or a one-line exit: nan and inf too (review 43: nan ran unbounded)."""
+    if not 0 < budget_minutes < float("inf"):
+        fail("--budget-minutes must be a positive number")
+    return budget_minutes
+
+
+def existing_folder(root: Optional[Path], arch: Optional[str]) -> Path:
+    """The library folder --root and --arch name, or a one-line exit where there is none (a mistyped
+    --root or --arch listed an empty library, or had `library build` create one; review 43)."""
+    from cudal2.library import LibraryError, folder
+    try:
+        where = folder(root, arch)
+    except LibraryError as e:
+        fail(str(e))
+    if not where.is_dir():
+        fail(f"no library folder {where}: check --root and --arch")
+    return where
+
+
 def open_library(root: Optional[Path], arch: Optional[str]):
-    from cudal2.library import LibraryError, folder, load
+    from cudal2.library import LibraryError, Library
     if arch is None:
         from cudal2.harness.device import gpu_present
         why = gpu_present()
         if why:
             fail(f"{why}; name the library's architecture with --arch (e.g. --arch sm90)")
+    where = existing_folder(root, arch)
     try:
-        if not folder(root, arch).is_dir():   # a mistyped --root or --arch listed an empty library
-            fail(f"no library folder {folder(root, arch)}: check --root and --arch")
-        return load(root, arch)
+        return Library(where)
     except LibraryError as e:
         fail(str(e))
 
@@ -239,11 +256,9 @@ def library_build(root: Optional[Path] = LibOpt, arch: Optional[str] = ArchOpt,
                                                   "(about a minute; what torch calls run through).")) -> None:
     """Rebuild the library's shipped binaries (contract v2 cubins) from their sources, and the compiled
     dispatcher; no GPU needed."""
-    from cudal2.library import LibraryError, folder as lib_folder
+    from cudal2.library import LibraryError
+    where = existing_folder(root, arch)
     try:
-        where = lib_folder(root, arch)
-        if not where.is_dir():   # a mistyped --root or --arch created an empty library (review 43)
-            fail(f"no library folder {where}: check --root and --arch")
         from cudal2.library.rebuild import rebuild
         report = rebuild(where, load_config(config).build, out)
     except LibraryError as e:
@@ -363,8 +378,7 @@ def sass(entry: Optional[str] = typer.Option(None, "--entry", help="A library en
         fail(f"--agent {agent!r}: choose one of {', '.join(AGENTS)}")
     if agent == "ppo" and importlib.util.find_spec("torch") is None:
         fail("--agent ppo needs torch (pip install torch); greedy and anneal do not")
-    if not 0 < budget_minutes < float("inf"):
-        fail("--budget-minutes must be a positive number")
+    positive_minutes(budget_minutes)
     if max_latency is not None and max_latency < 1:
         fail("--max-latency must be a positive number of cycles")
     lib = open_library(root, arch)

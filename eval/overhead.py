@@ -87,15 +87,13 @@ def main(out: Path) -> None:
                       "module_plain": lambda: plain(x3), "module_patched": lambda: patched(x3)}
         n = 300 if "GPU-bound" in label else 20000
         # a model's layers run under inference_mode, which takes the patched layer's short path
-        mode = torch.inference_mode() if label.startswith("routed") else contextlib.nullcontext()
-        mode.__enter__()
-        for f in paths.values():
-            per_call_us(f, min(n, 2000))
-        runs = {k: [] for k in paths}
-        for _ in range(7 if n > 1000 else 21):   # interleaved rounds: drifts in the host's speed hit every path alike
-            for k, f in paths.items():
-                runs[k].append(per_call_us(f, n))
-        mode.__exit__(None, None, None)
+        with torch.inference_mode() if label.startswith("routed") else contextlib.nullcontext():
+            for f in paths.values():
+                per_call_us(f, min(n, 2000))
+            runs = {k: [] for k in paths}
+            for _ in range(7 if n > 1000 else 21):   # interleaved rounds: drifts in the host's speed hit every path alike
+                for k, f in paths.items():
+                    runs[k].append(per_call_us(f, n))
         med = {k: statistics.median(v) for k, v in runs.items()}
         rows[label] = {"us_per_call": med, "extra_us_vs_F_linear": {k: v - med["F_linear"] for k, v in med.items()},
                        "stats": lib.stats()}

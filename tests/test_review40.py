@@ -222,7 +222,7 @@ def test_the_launch_block_scanner_reads_what_the_regex_read():
     parts = ["/*", "*/", "/", "*", " ", "\n", "cudal2-launch", "cudal2-launchx", "{}", "a", "/* cudal2-launch"]
     for _ in range(5000):
         t = "".join(rng.choice(parts) for _ in range(rng.randint(0, 25)))
-        assert launch._blocks(t) == _LAUNCH_BLOCK.findall(t), repr(t)
+        assert launch.blocks(t) == _LAUNCH_BLOCK.findall(t), repr(t)
 
 
 # --- the completion parser's SEARCH/REPLACE blocks (the fences' twin) ------------------------

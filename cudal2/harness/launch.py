@@ -58,7 +58,6 @@ def vocab_for(task: str | None) -> Vocab:
     return vocab(task)
 
 
-
 class SpecError(ValueError):
     """The launch spec is missing, malformed or out of range; the message is one line."""
 
@@ -232,7 +231,7 @@ class Resolved:
 _OPEN = re.compile(r"/\*\s*cudal2-launch\b")
 
 
-def _blocks(source: str) -> list[str]:
+def blocks(source: str) -> list[str]:
     r"""The body of each `/* cudal2-launch ... */` block in linear time: what the regex
     /\*\s*cudal2-launch\b(.*?)\*/ (re.S) finds. The regex rescanned to the end of the source from
     every unclosed opening (`/* cudal2-launch ` 7,500 times, 128,000 characters: 8.8 s, quadratic;
@@ -251,13 +250,13 @@ def _blocks(source: str) -> list[str]:
 
 
 def parse(source: str) -> LaunchSpec | None:
-    blocks = _blocks(source)
-    if not blocks:
+    found = blocks(source)
+    if not found:
         return None
-    if len(blocks) > 1:
-        raise SpecError(f"{len(blocks)} cudal2-launch blocks: a file has exactly one")
+    if len(found) > 1:
+        raise SpecError(f"{len(found)} cudal2-launch blocks: a file has exactly one")
     try:
-        return _validate(json.loads(blocks[0]))
+        return _validate(json.loads(found[0]))
     except json.JSONDecodeError as e:
         raise SpecError(f"the cudal2-launch block is not valid JSON: {e}") from None
     except SpecError:

@@ -22,6 +22,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cudal2.problem import MAX_DIM
+
 MANIFEST = "manifest.json"
 VERSION = 1
 
@@ -144,11 +146,9 @@ def read(folder: Path, check_binaries: bool = True) -> list[Entry]:
     return entries
 
 
-_MAX_DIM = 2**31 - 1   # the kernels take M, N and K as 32-bit ints (the dispatcher truncates to them)
-
-
 def _dim(x: Any) -> bool:
-    return isinstance(x, int) and not isinstance(x, bool) and 0 < x <= _MAX_DIM
+    # the kernels take M, N and K as 32-bit ints (the dispatcher truncates to them)
+    return isinstance(x, int) and not isinstance(x, bool) and 0 < x <= MAX_DIM
 
 
 def _number(x: Any) -> bool:

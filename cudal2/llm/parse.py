@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from cudal2.harness.launch import _blocks   # the launch spec's blocks, as its parser finds them
+from cudal2.harness.launch import blocks as launch_blocks   # as the launch spec's parser finds them
 
 _CODE_TAGS = {"cuda", "cu", "c++", "cpp", "cxx", "c"}
 
@@ -84,7 +84,7 @@ def full_file(completion: str) -> str:
     # a closed block (what launch.parse reads): an opening with no `*/` after it left the file
     # without a spec, a v1 file whose host-code rules ran on candidate text (policy.check's stream
     # rule rescanned to the end from each of 20,000 `<<<`: 32 s in one build; review 43)
-    if not _blocks(code[0]):
+    if not launch_blocks(code[0]):
         raise ParseError("the code block has no /* cudal2-launch {...} */ comment: the complete file holds the "
                          "extern \"C\" __global__ kernels and, in that block comment, the JSON launch spec that "
                          "lists them (no host code, no cudal2_gemm)")
