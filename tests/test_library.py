@@ -199,3 +199,57 @@ def test_the_shipped_library_serves_only_measured_wins():
         kept = [e.measured["bench"]["speedup"]] + [h["speedup"] for h in e.measured.get("bench_history", [])]
         assert min(min(r.values()) for r in kept) >= 1.0, e.id
         assert all(statistics.median(r[m] for r in kept) >= 1.02 for m in kept[0]), e.id
+
+
+class _SpecBoundModule:
+    """A loaded module whose launch spec resolves only up to M = `top` (as a split-K workspace or
+    a grid does past some M): what `Library` sees of an honest M-range kernel at a huge M."""
+
+    def __init__(self, top: int):
+        self.top = top
+
+    def resolved(self, M, N, K):
+        from cudal2.harness.launch import SpecError
+        if M > self.top:
+            raise SpecError(f"workspace for M={M} is over the limit")
+        return []
+
+    def workspace_bytes(self, M, N, K):
+        return 0
+
+
+def _ranged_library(tmp_path, monkeypatch, top=1000):
+    put(tmp_path, entry(tmp_path, "wide", M=None, N=256, K=64, score=1.3, m_range=[1, 1 << 20]),
+        entry(tmp_path, "narrow", M=None, N=256, K=64, score=1.1, m_range=[1, 1 << 20]))
+    lib = Library(tmp_path)
+    mods = {"wide": _SpecBoundModule(top), "narrow": _SpecBoundModule(1 << 20)}
+    monkeypatch.setattr(lib, "_candidate", lambda e: mods[e.id])
+    return lib
+
+
+def test_an_m_range_entry_that_cannot_launch_at_one_m_declines_only_that_m(tmp_path, monkeypatch):
+    lib = _ranged_library(tmp_path, monkeypatch)
+    wide = lib.lookup(4096, 256, 64)
+    assert lib._launchable(wide, 4096, 256, 64) is None
+    assert lib.disabled() == {}
+    assert lib.lookup(4096, 256, 64).id == "narrow"   # the next entry serves the declined shape
+    assert lib.lookup(512, 256, 64).id == "wide"      # and the rest of the range is still served
+
+
+def test_the_dispatchers_loader_registers_the_next_entry_at_a_declined_m(tmp_path, monkeypatch):
+    from cudal2.library import dispatch
+    lib = _ranged_library(tmp_path, monkeypatch)
+    got = []
+    monkeypatch.setattr(dispatch, "register", lambda ext, eid, mod, M, N, K: got.append((eid, M)))
+    assert lib._load_for(4096, 256, 64) and lib._load_for(512, 256, 64)
+    assert got == [("narrow", 4096), ("wide", 512)]
+    assert lib.disabled() == {}
+
+
+def test_an_exact_entry_whose_spec_does_not_resolve_at_its_shape_is_disabled(tmp_path, monkeypatch):
+    put(tmp_path, entry(tmp_path, "exact", M=2048, N=256, K=64))
+    lib = Library(tmp_path)
+    monkeypatch.setattr(lib, "_candidate", lambda e: _SpecBoundModule(1000))
+    with pytest.warns(UserWarning, match="disabled"):
+        assert lib._launchable(lib.lookup(2048, 256, 64), 2048, 256, 64) is None
+    assert "exact" in lib.disabled()

@@ -19,7 +19,9 @@ Guarantees:
   (`launch_ptrs`, into a C cupy allocates), for entries that need no workspace. Without it (not
   built, or no torch), the same dispatch runs in Python;
 - a kernel that fails (non-zero status, a build or hash failure) is disabled for the process with
-  a warning, and the call falls back to the vendor GEMM.
+  a warning, and the call falls back to the vendor GEMM; an M-range entry whose launch spec does
+  not resolve at one M (a grid, workspace or shared-memory size out of range there) declines that
+  shape only (the next entry or the vendor serves it) and keeps serving the rest of its range.
 
 Does not: re-verify kernels at load (that is `cudal2 library verify`), or run them in a separate
 process: library entries are winners the harness already judged.
@@ -55,6 +57,7 @@ class Library:
         self._short_vendor = [0]   # calls layers.linear sent straight to F.linear (counted as no_entry)
         self._loaded: dict[str, Any] = {}
         self._disabled: dict[str, str] = {}
+        self._declined: set[tuple[str, int, int, int]] = set()   # (M-range entry, shape) it cannot launch
         self._lock = threading.Lock()
         self._ext: Any = None            # the compiled dispatcher, once this library is registered in it
         self._no_ext = False             # compiled() found no dispatcher (not built, no torch or no GPU)
@@ -78,7 +81,8 @@ class Library:
         nk = self._by_nk.get((N, K))
         if nk is None:   # most shapes a caller sends have no entry: answer them first
             return None
-        cands = [e for e in nk if e.covers(M, N, K) and e.id not in self._disabled]
+        cands = [e for e in nk if e.covers(M, N, K) and e.id not in self._disabled
+                 and not (self._declined and (e.id, M, N, K) in self._declined)]
         return max(cands, key=lambda e: (e.m_range is None, e.score), default=None)
 
     def disabled(self) -> dict[str, str]:
@@ -136,16 +140,38 @@ class Library:
 
     def _load_for(self, M: int, N: int, K: int) -> bool:
         """The dispatcher's loader: register the served entry for (M, N, K); whether one is now in."""
-        e = self.lookup(M, N, K)
-        if e is None or e.id in self._disabled:
-            return False
         from cudal2.library import dispatch
+        while (e := self.lookup(M, N, K)) is not None:
+            cand = self._launchable(e, M, N, K)
+            if cand is None:
+                continue   # disabled, or declined at this shape: the next entry, if any
+            try:
+                dispatch.register(self._ext, e.id, cand, M, N, K)
+                return True
+            except Exception as err:  # noqa: BLE001  a broken entry costs itself, never the caller
+                self._disable(e, str(err))
+        return False
+
+    def _launchable(self, e: Entry, M: int, N: int, K: int):
+        """The entry's loaded module if its spec resolves at (M, N, K); else None, having disabled a
+        broken entry or declined this shape of an M-range entry (recorded: `lookup` skips it)."""
+        from cudal2.harness.launch import SpecError
+        from cudal2.harness.module import LoadError
         try:
-            dispatch.register(self._ext, e.id, self._candidate(e), M, N, K)
-            return True
+            cand = self._candidate(e)
         except Exception as err:  # noqa: BLE001  a broken entry costs itself, never the caller
             self._disable(e, str(err))
-            return False
+            return None
+        try:
+            cand.resolved(M, N, K)
+            cand.workspace_bytes(M, N, K)
+        except (SpecError, LoadError) as err:
+            if e.m_range is None:   # its one shape: the entry cannot run at all
+                self._disable(e, str(err))
+            else:
+                self._declined.add((e.id, M, N, K))
+            return None
+        return cand
 
     def linear(self, x, W, bias=None):
         """F.linear(x, W, bias) for fp16 CUDA torch tensors through this library (x of any leading
@@ -234,11 +260,9 @@ class Library:
         e = self.lookup(M, N, K)
         if e is None:
             return self._fallback("no_entry", ops, A, B)
-        try:
-            cand = self._candidate(e)
-        except Exception as err:  # noqa: BLE001  a broken entry costs itself, never the caller
-            self._disable(e, str(err))
-            return self._python_call(ops, A, B, M, N, K)
+        cand = self._launchable(e, M, N, K)
+        if cand is None:
+            return self._python_call(ops, A, B, M, N, K)   # the next entry, else the vendor
         C = ops.empty(A, M, N)
         nbytes = cand.workspace_bytes(M, N, K)
         ws = ops.workspace(A, nbytes)
