@@ -205,9 +205,10 @@ def _run_killable(cmd: list[str], cwd: str, timeout: float) -> tuple[int | None,
     """(returncode or None on timeout, combined output). The output is decoded with undecodable
     bytes replaced: the compiler echoes a candidate's bytes (`#pragma message("\\xff")` prints a raw
     0xff), and a strict decode raised UnicodeDecodeError out of build(), build_many and the reward
-    service's whole batch (review 43)."""
-    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            errors="replace", start_new_session=True)
+    service's whole batch (review 43). Its stdin is /dev/null, never the caller's (a source that
+    reached `/dev/stdin` past the include rule would read the trainer's; review 44)."""
+    proc = subprocess.Popen(cmd, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, errors="replace", start_new_session=True)
     try:
         out, _ = proc.communicate(timeout=timeout)
         return proc.returncode, out

@@ -2,8 +2,17 @@
 
 Guarantees: `check(source)` returns every violation it finds, each as (rule, line, excerpt),
 on the source with comments and string literals removed (so a forbidden name in a comment
-does not count, and hiding one in a comment does not help). Included headers are checked
-against the allow-list; everything else is matched by name.
+does not count, and hiding one in a comment does not help); everything but the includes is
+matched by name. Includes (`include_directives`) are read as the preprocessor reads them, not
+from the stripped text: lines end at LF, CR or CRLF, backslash-newline splices (blanks allowed
+between) are undone first, a directive may begin with `#` or the digraph `%:` after blanks and
+block comments, and every physical line is a candidate start whatever a lexer thinks it is in
+(a raw string or a digit separator desynchronised the stripper and hid a line from it; review
+44). Each `include`, `include_next`, `import` or `embed` directive, and each `__has_include`,
+must name its header literally (`<...>` or `"..."`, no macro), without an absolute path or a
+`..` part, and the header must be on the allow-list: a computed include, a digraph, a splice, a
+lone CR or `cuda/std/../../..` read any file nvcc could open (`/proc/self/environ` into the
+compiler's error text, `/dev/zero` until the machine ran out of memory).
 
 Does not: prove a kernel honest. It is a name-level filter that catches the plain forms of the
 reward-hacking catalogue cheaply; obfuscated forms (a launch on a literal 0 stream, state
@@ -13,6 +22,7 @@ and are caught by the runtime checks in `harness/judge.py`.
 
 from __future__ import annotations
 
+import bisect
 import fnmatch
 import re
 from dataclasses import dataclass
@@ -58,7 +68,6 @@ DEVICE_HEADERS = (
     "stddef.h", "climits", "type_traits",
 )
 
-_INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.M)
 _DRIVER_CALL = re.compile(r"\b(cu[A-Z]\w*)\s*\(")
 
 
@@ -113,8 +122,102 @@ def strip_comments_and_strings(source: str) -> str:
     return "".join(out)
 
 
-def header_allowed(header: str, extra: tuple[str, ...] | list[str] = ()) -> bool:
-    return any(fnmatch.fnmatchcase(header, pat) for pat in (*ALLOWED_HEADERS, *extra))
+def header_allowed(header: str, extra: tuple[str, ...] | list[str] = (), allowed: tuple[str, ...] = ALLOWED_HEADERS) -> bool:
+    """True for a header on the allow-list (or `extra`) that stays inside the include folders: a
+    pattern's `*` matches `/` too, so `cuda/std/../../../../etc/passwd` matched `cuda/std/*`."""
+    if not header or header.startswith(("/", "~")) or "\\" in header or ".." in header.split("/"):
+        return False
+    return any(fnmatch.fnmatchcase(header, pat) for pat in (*allowed, *extra))
+
+
+_SPLICE = re.compile(r"\\[ \t\v\f]*\n")       # GCC splices a backslash, blanks, newline (with a warning)
+_FILE_DIRECTIVES = ("include", "include_next", "import", "embed")   # the directives that read a file
+_HAS_INCLUDE = re.compile(r"\b__has_include(?:_next)?\b")
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+
+
+def include_directives(source: str) -> list[tuple[int, str, str | None]]:
+    """(line, directive, header or None when not a literal <...>/"..." operand) of every directive
+    that reads a file, and every `__has_include` (as directive `__has_include`), in linear time.
+    A superset of what the preprocessor reads: a line inside a comment or a raw string that looks
+    like a directive is reported too (over-refusing, never hiding)."""
+    text = source.replace("\r\n", "\n").replace("\r", "\n")   # GCC ends a line at CR too
+    cuts: list[int] = []        # positions in the spliced text where a splice was removed
+    removed: list[int] = []     # characters removed up to and including each cut
+    parts, last, total = [], 0, 0
+    for m in _SPLICE.finditer(text):
+        parts.append(text[last:m.start()])
+        total += m.end() - m.start()
+        cuts.append(m.start() - (total - (m.end() - m.start())))
+        removed.append(total)
+        last = m.end()
+    parts.append(text[last:])
+    t, n = "".join(parts), len(text) - total
+
+    newlines = [m.start() for m in re.finditer("\n", text)]
+
+    def line_of(p: int) -> int:   # (a count from the start per directive was quadratic in their number)
+        k = bisect.bisect_right(cuts, p)
+        return bisect.bisect_right(newlines, p + (removed[k - 1] if k else 0) - 1) + 1
+
+    close: list[int | None] = [None]   # the first `*/` at or after the last search's start (-1: none)
+
+    def skip(p: int) -> int:           # blanks and block comments (which may span lines)
+        while p < n:
+            if t[p] in " \t\v\f":
+                p += 1
+            elif t.startswith("/*", p):
+                if close[0] is None or 0 <= close[0] < p + 2:
+                    close[0] = t.find("*/", p + 2)
+                if close[0] < 0:
+                    return n
+                p = close[0] + 2
+            else:
+                break
+        return p
+
+    def operand(p: int) -> str | None:
+        p = skip(p)
+        if p < n and t[p] in "<\"":
+            eol = t.find("\n", p)
+            end = t.find(">" if t[p] == "<" else '"', p + 1, n if eol < 0 else eol)
+            if end > p:
+                return t[p + 1:end]
+        return None
+
+    out: list[tuple[int, str, str | None]] = []
+    start = 0
+    while start < n:
+        p = skip(start)
+        if t.startswith("#", p) or t.startswith("%:", p):
+            p = skip(p + (1 if t[p] == "#" else 2))
+            if (m := _IDENT.match(t, p)) and m.group() in _FILE_DIRECTIVES:
+                out.append((line_of(start), m.group(), operand(m.end())))
+        nl = t.find("\n", start)
+        if nl < 0:
+            break
+        start = nl + 1
+    for m in _HAS_INCLUDE.finditer(t):
+        p = skip(m.end())
+        out.append((line_of(m.start()), "__has_include", operand(p + 1) if t.startswith("(", p) else None))
+    return out
+
+
+def include_violations(source: str, extra: tuple[str, ...] | list[str] = (),
+                       allowed: tuple[str, ...] = ALLOWED_HEADERS) -> list[Violation]:
+    """A `header` violation for every file-reading directive (`include_directives`) that is not a
+    plain `#include` (or `__has_include`) of an allowed header named literally."""
+    lines = source.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    found = []
+    for ln, what, header in include_directives(source):
+        excerpt = lines[ln - 1].strip()[:120] if ln - 1 < len(lines) else ""
+        if what not in ("include", "__has_include"):
+            found.append(Violation("header", ln, f"#{what} (only #include of an allowed header): {excerpt}"))
+        elif header is None:
+            found.append(Violation("header", ln, f"a computed {what} (name the header literally): {excerpt}"))
+        elif not header_allowed(header, extra, allowed):
+            found.append(Violation("header", ln, excerpt))
+    return found
 
 
 def check(source: str, extra_headers: tuple[str, ...] | list[str] = ()) -> list[Violation]:
@@ -127,10 +230,7 @@ def check(source: str, extra_headers: tuple[str, ...] | list[str] = ()) -> list[
         ln = code.count("\n", 0, pos) + 1
         return ln, lines[ln - 1].strip()[:120] if ln - 1 < len(lines) else ""
 
-    for m in _INCLUDE.finditer(code):
-        if not header_allowed(m.group(1), extra_headers):
-            ln, text = at(m.start())
-            found.append(Violation("header", ln, text))
+    found += include_violations(source, extra_headers)
     for rule, pat in RULES:
         for m in pat.finditer(code):
             ln, text = at(m.start())
@@ -151,13 +251,7 @@ def check_device_only(source: str, extra_headers: tuple[str, ...] | list[str] = 
     """The static check of a contract v2 file: its includes only. Nothing else in it can run on the
     host (it is compiled with no host pass), and what its device code may not do is checked on the
     built cubin (`cubin.violations`), which no spelling in the source can dodge."""
-    code = strip_comments_and_strings(source)
-    found = []
-    for m in _INCLUDE.finditer(code):
-        if not any(fnmatch.fnmatchcase(m.group(1), pat) for pat in (*DEVICE_HEADERS, *extra_headers)):
-            ln = code.count("\n", 0, m.start()) + 1
-            found.append(Violation("header", ln, code.splitlines()[ln - 1].strip()[:120]))
-    return found
+    return include_violations(source, extra_headers, DEVICE_HEADERS)
 
 
 def _launches(code: str) -> list[tuple[int, str]]:

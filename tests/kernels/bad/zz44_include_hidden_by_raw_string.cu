@@ -1,0 +1,31 @@
+// zz44_include_hidden_by_raw_string.cu: the policy's comment and string stripper knows no raw
+// strings: R"x(" /* )x" ends at its first quote for the stripper, which then reads /* as a
+// comment running to the next */, three lines down. The preprocessor sees a closed raw string
+// and the #include line after it, whose header climbs out of an allowed folder (cuda/std/*
+// matched cuda/std/../../..: fnmatch's * crosses '/'). Must fail at policy.
+static_assert(sizeof(R"x(" /* )x") == 6, "a raw string");
+#include <cuda/std/../../../cuda_pipeline.h>
+// */
+/* cudal2-launch
+{
+  "kernels": [
+    {"name": "gemm_zz44", "grid": ["cdiv(N, 32)", "cdiv(M, 8)", 1], "block": [32, 8, 1],
+     "args": ["A", "B", "C", "M", "N", "K"]}
+  ]
+}
+*/
+#include <cuda_fp16.h>
+
+extern "C" __global__ void gemm_zz44(const __half* __restrict__ A, const __half* __restrict__ B,
+                                         __half* __restrict__ C, int M, int N, int K) {
+    // n on the fast axis so that neighbouring threads write neighbouring C elements.
+    const int n = blockIdx.x * blockDim.x + threadIdx.x;
+    const int m = blockIdx.y * blockDim.y + threadIdx.y;
+    if (m >= M || n >= N) return;
+    const __half* a = A + (size_t)m * K;   // row m of A
+    const __half* b = B + (size_t)n * K;   // row n of B (= column n of B^T)
+    float acc = 0.0f;                      // fp32 accumulator, as the contract requires
+    for (int k = 0; k < K; ++k)
+        acc = fmaf(__half2float(a[k]), __half2float(b[k]), acc);
+    C[(size_t)m * N + n] = __float2half_rn(acc);   // the one rounding to fp16
+}

@@ -1,0 +1,95 @@
+"""Review 44: what a candidate reached past the rules (see each section)."""
+
+import shutil
+import time
+
+import pytest
+
+from cudal2.harness import policy
+
+from .conftest import KERNELS
+
+BAD = KERNELS / "bad"
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+NAIVE = (KERNELS / "good" / "naive_v2.cu").read_text()
+
+
+# --- includes read as the preprocessor reads them ---------------------------------------------
+# The include rule matched `^\s*#\s*include\s*[<"]` on the stripped text: a digraph, a splice, a
+# lone CR, a computed include, #include_next, a line the stripper wrongly blanked, and a `..`
+# under an allowed folder each brought any file nvcc can open into the compile.
+
+SPELLINGS = {
+    "digraph": '%:include </etc/hostname>\n',
+    "splice": '#inc\\\nlude </etc/hostname>\n',
+    "splice_with_blanks": '#include \\  \n</etc/hostname>\n',
+    "lone_cr": 'int zz44;\r#include </etc/hostname>\n',
+    "computed": '#define H </etc/hostname>\n#include H\n',
+    "include_next": '#include_next <cuda_fp16.h>\n',
+    "import": '#import <cuda_fp16.h>\n',
+    "embed": '#embed "/dev/zero"\n',
+    "raw_string": 'static_assert(sizeof(R"x(" /* )x") == 6, "");\n#include </etc/hostname>\n// */\n',
+    "digit_separator": "const int q = 1'0; const char* t = \"'/*\";\n#include </etc/hostname>\n// */\n",
+    "comment_before": '/*\n*/ #include </etc/hostname>\n',
+    "comment_inside": '# /* x\n */ include </etc/hostname>\n',
+    "dotdot": '#include <cuda/std/../../../cuda_pipeline.h>\n',
+    "absolute": '#include "/etc/hostname"\n',
+    "has_include_path": '#if __has_include("/etc/hostname")\n#endif\n',
+    "has_include_macro": '#define P "/etc/hostname"\n#if __has_include(P)\n#endif\n',
+}
+
+
+@pytest.mark.parametrize("name", sorted(SPELLINGS))
+def test_every_spelling_of_a_file_read_is_a_header_violation(name):
+    found = policy.check_device_only(SPELLINGS[name] + NAIVE)
+    assert [v.rule for v in found] == ["header"], found
+
+
+@pytest.mark.parametrize("name", ["digraph", "computed", "dotdot", "raw_string", "lone_cr"])
+def test_the_host_policy_refuses_them_too(name):
+    assert "header" in {v.rule for v in policy.check(SPELLINGS[name] + NAIVE)}
+
+
+@pytest.mark.parametrize("src", [
+    "#include <cuda_fp16.h>\n", "  #  include <cute/tensor.hpp>\n", "#include \"cuda/ptx\"\n",
+    "%:include <cstdint>\n", "#if __has_include(<cuda/ptx>)\n#endif\n", "// #include </etc/passwd>\n",
+    "#define X 1 // #include <a.h>\n",
+])
+def test_literal_includes_of_allowed_headers_pass(src):
+    assert policy.check_device_only(src + NAIVE) == []
+
+
+def test_a_header_may_not_leave_its_folder():
+    assert policy.header_allowed("cuda/std/type_traits")
+    for h in ("cuda/std/../../x.h", "cute/../../../etc/passwd", "/usr/include/stdio.h", "cutlass/a\\..\\b", ""):
+        assert not policy.header_allowed(h), h
+
+
+def test_directive_lines_are_numbered_in_the_source():
+    src = "a\\\nb\n#in\\\nclude <x>\n%:include \"y\"\n#define Z\n"
+    assert [(ln, h) for ln, _, h in policy.include_directives(src)] == [(3, "x"), (5, "y")]
+
+
+@pytest.mark.timeout(60)
+def test_the_include_scan_is_linear():
+    for src in ("#include <cuda_fp16.h>\n" * 40_000, "/*\n" * 100_000, "\\\n" * 200_000, "%:" * 200_000,
+                "__has_include(" * 40_000, "#include /*" * 40_000 + "\n", "\r" * 300_000):
+        t = time.monotonic()
+        policy.check_device_only(src)
+        assert time.monotonic() - t < 3, src[:20]
+
+
+@needs_nvcc
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("name", ["zz44_include_digraph_absolute.cu", "zz44_include_computed.cu",
+                                  "zz44_include_hidden_by_raw_string.cu"])
+def test_the_include_kernels_stop_at_policy(cfg, name):
+    from cudal2.harness.build import build
+    r = build((BAD / name).read_text(), cfg.build)
+    assert not r.ok and r.stage == "policy" and "header" in r.reason, r.reason
+
+
+def test_the_compiler_never_reads_the_callers_stdin(tmp_path):
+    from cudal2.harness.build import _run_killable
+    rc, out = _run_killable(["sh", "-c", "cat; echo done"], str(tmp_path), 10)
+    assert rc == 0 and out.strip() == "done"
