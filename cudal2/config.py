@@ -208,6 +208,8 @@ class Config:
                 raise ConfigError(f"{path}: not valid TOML: {e}") from None
             except (OSError, UnicodeDecodeError) as e:   # a folder, unreadable, not UTF-8 (review 43)
                 raise ConfigError(f"cannot read config file {path}: {getattr(e, 'strerror', None) or e}") from None
+            except (ValueError, RecursionError) as e:   # an integer past 4300 digits, arrays nested too deep (review 44)
+                raise ConfigError(f"{path}: not valid TOML: {type(e).__name__}: {str(e)[:200]}") from None
         for section, values in overrides.items():
             data.setdefault(section, {}).update(values)
         return cls.from_dict(data)

@@ -93,3 +93,22 @@ def test_the_compiler_never_reads_the_callers_stdin(tmp_path):
     from cudal2.harness.build import _run_killable
     rc, out = _run_killable(["sh", "-c", "cat; echo done"], str(tmp_path), 10)
     assert rc == 0 and out.strip() == "done"
+
+
+# --- the manifest reader: JSON the json module refuses past its decoder ------------------------
+
+@pytest.mark.parametrize("text", ['{"version": 1, "entries": [{"id": ' + "1" * 5000 + "}]}",
+                                  "[" * 100_000 + "]" * 100_000])
+def test_a_manifest_json_cannot_hold_is_a_library_error(tmp_path, text):
+    from cudal2.library import manifest
+    (tmp_path / manifest.MANIFEST).write_text(text)
+    with pytest.raises(manifest.LibraryError, match="cannot read the manifest"):
+        manifest.read(tmp_path)
+
+
+@pytest.mark.parametrize("text", ["a = " + "1" * 5000, "a = " + "[" * 100_000 + "]" * 100_000])
+def test_a_config_toml_cannot_hold_is_a_config_error(tmp_path, text):
+    from cudal2.config import Config, ConfigError
+    (tmp_path / "c.toml").write_text(text)
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        Config.load(tmp_path / "c.toml")

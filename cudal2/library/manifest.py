@@ -107,8 +107,11 @@ def read(folder: Path, check_binaries: bool = True) -> list[Entry]:
         return []
     try:
         doc = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise LibraryError(f"{path}: cannot read the manifest ({e})") from None
+    except (OSError, ValueError, RecursionError) as e:
+        # (ValueError covers JSONDecodeError and UnicodeDecodeError, and the json module's own refusal
+        # of an integer past Python's 4300-digit limit; RecursionError its lists or objects nested past
+        # the recursion limit: both came out of Library() and a user's first cudal2.matmul; review 44)
+        raise LibraryError(f"{path}: cannot read the manifest ({type(e).__name__}: {str(e)[:200]})") from None
     if not isinstance(doc, dict) or doc.get("version") != VERSION or not isinstance(doc.get("entries"), list):
         raise LibraryError(f"{path}: not a cudal2 manifest of version {VERSION}")
     entries, ids = [], set()
