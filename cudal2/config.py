@@ -46,6 +46,8 @@ class BuildConfig:
     flags: list[str] = _f(["-O3", "-std=c++17", "-lineinfo", "--expt-relaxed-constexpr"],
                          "Extra nvcc flags for every candidate (-lineinfo lets Nsight Compute map source lines).")
     timeout_s: float = _f(300.0, "A build still running after this many seconds is killed and fails.", gt=0)
+    max_memory_mb: int = _f(4096, "Address space each compiler process of a contract v2 (untrusted) build may take, "
+                                  "in MiB; past it the build fails (an honest v2 build takes about 100 MiB).", gt=0)
     jobs: int = _f(0, "Parallel builds; 0 means one per CPU core.", ge=0)
     cache_dir: str = _f("", "Build cache folder; empty means $XDG_CACHE_HOME/cudal2/build (~/.cache/...).")
     extra_headers: list[str] = _f([], "Headers allowed beyond the contract's allow-list (exact names or 'prefix/*').")

@@ -112,3 +112,31 @@ def test_a_config_toml_cannot_hold_is_a_config_error(tmp_path, text):
     (tmp_path / "c.toml").write_text(text)
     with pytest.raises(ConfigError, match="not valid TOML"):
         Config.load(tmp_path / "c.toml")
+
+
+# --- a v2 build's compiler has a memory limit -------------------------------------------------
+# A few macro lines made cicc grow past 24 GB within the build's timeout (bad/zz44_compile_memory_bomb).
+
+@needs_nvcc
+@pytest.mark.timeout(300)
+def test_a_compile_memory_bomb_fails_at_the_memory_limit(cfg):
+    import dataclasses
+    from cudal2.harness.build import build
+    small = dataclasses.replace(cfg.build, max_memory_mb=1024)
+    r = build((BAD / "zz44_compile_memory_bomb.cu").read_text(), small)
+    assert not r.ok and r.stage == "build" and r.seconds < 120, (r.reason, r.seconds)
+    assert build(NAIVE, small).ok   # an honest v2 build needs about 100 MiB
+
+
+def test_the_compilers_run_under_the_limits_with_their_temporaries_in_the_build_folder(tmp_path):
+    from cudal2.harness.build import MAX_FILE_MB, _run_killable, bounded
+    rc, out = _run_killable(bounded(["sh", "-c", "ulimit -v; ulimit -f; echo $TMPDIR"], 1000), str(tmp_path), 10)
+    assert rc == 0 and out.split() == [str(1000 * 1024), str(MAX_FILE_MB * 2048), str(tmp_path)]
+
+
+def test_a_missing_compiler_is_not_a_cached_build_failure(cfg, tmp_path):
+    import dataclasses
+    from cudal2.harness.build import build
+    r = build(NAIVE, dataclasses.replace(cfg.build, nvcc="/nonexistent/nvcc", cache_dir=str(tmp_path)))
+    assert not r.ok and "compiler not found" in r.reason
+    assert not any(tmp_path.glob("*/build.json"))

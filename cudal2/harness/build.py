@@ -11,11 +11,16 @@ Guarantees:
   every memory descriptor the driver's or a createpolicy word on every path);
   the cubin is built from canonical PTX, so its bytes, and `device_sha256`, are the same for the
   same source, flags and toolkit in any folder on any machine;
-- the cache key is a hash of the source, the flags, the archs, the nvcc version, the
+- the cache key is a hash of the source, the flags, the archs, the memory limit, the nvcc version, the
   CUTLASS headers' version and the build's rules (`rules_version`), so a hit is exactly what the
   same build would produce under the same rules;
 - every build has its own folder and its own timeout; a build past it is killed with its whole
-  process group (nvcc's cicc and ptxas children included) and fails;
+  process group (nvcc's cicc and ptxas children included) and fails; the compiler's temporary
+  files live in that folder, so a killed build leaves none behind; a v2 (untrusted) build's
+  compiler processes also have `max_memory_mb` of address space each and files of at most
+  MAX_FILE_MB (a few macro lines expand to a preprocessed file of gigabytes, and cicc took ~30
+  bytes of memory per byte of it: one candidate could take the machine's memory, trainer and
+  all, within the timeout; review 44);
 - the ptxas resource report (registers, shared memory, barriers, stack, spills per entry
   function) and the compiler's output are artifacts of the result, cached with the library.
 
@@ -141,7 +146,7 @@ def rules_version() -> str:
 
 def build_key(source: str, cfg: BuildConfig) -> str:
     h = hashlib.sha256()
-    for part in (source, json.dumps([cfg.flags, cfg.archs]), nvcc_version(cfg.nvcc), cutlass_version(),
+    for part in (source, json.dumps([cfg.flags, cfg.archs, cfg.max_memory_mb]), nvcc_version(cfg.nvcc), cutlass_version(),
                  rules_version()):
         h.update(part.encode())
         h.update(b"\0")
@@ -201,14 +206,29 @@ def _first_error(log: str) -> str:
     return log.strip().splitlines()[-1] if log.strip() else "nvcc failed"
 
 
+MAX_FILE_MB = 2048   # largest file a v2 build's compiler may write (an honest one writes a few MB)
+
+
+def bounded(cmd: list[str], memory_mb: int) -> list[str]:
+    """`cmd` run under the limits of an untrusted build: `memory_mb` MiB of address space and files of
+    MAX_FILE_MB, set by a POSIX shell's ulimit (-v in KiB, -f in 512-byte blocks) before it execs
+    `cmd`, so every child inherits them (no preexec_fn: builds run in threads)."""
+    tool = shutil.which(cmd[0])
+    if tool is None:   # what Popen raises for a missing program (the shell would exit 127, cached as a failure)
+        raise FileNotFoundError(2, "No such file or directory", cmd[0])
+    return ["sh", "-c", f'ulimit -v {memory_mb * 1024} && ulimit -f {MAX_FILE_MB * 2048} && exec "$@"', "sh", tool,
+            *cmd[1:]]
+
+
 def _run_killable(cmd: list[str], cwd: str, timeout: float) -> tuple[int | None, str]:
     """(returncode or None on timeout, combined output). The output is decoded with undecodable
     bytes replaced: the compiler echoes a candidate's bytes (`#pragma message("\\xff")` prints a raw
     0xff), and a strict decode raised UnicodeDecodeError out of build(), build_many and the reward
     service's whole batch (review 43). Its stdin is /dev/null, never the caller's (a source that
     reached `/dev/stdin` past the include rule would read the trainer's; review 44)."""
+    env = {**os.environ, "TMPDIR": os.path.abspath(cwd)}   # nvcc's temporaries go with the build's folder
     proc = subprocess.Popen(cmd, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, errors="replace", start_new_session=True)
+                            text=True, errors="replace", start_new_session=True, env=env)
     try:
         out, _ = proc.communicate(timeout=timeout)
         return proc.returncode, out
@@ -272,7 +292,7 @@ def _compile_v1(work: Path, cfg: BuildConfig, folder: Path) -> tuple[int | None,
 
 
 def _compile_v2(work: Path, cfg: BuildConfig, folder: Path, spec: launch.LaunchSpec) -> tuple[int | None, str, BuildResult]:
-    to_ptx, to_cubin = v2_commands(cfg, "kernel.cu")
+    to_ptx, to_cubin = (bounded(c, cfg.max_memory_mb) for c in v2_commands(cfg, "kernel.cu"))
     started = time.monotonic()
     rc, log = _run_killable(to_ptx, str(work), cfg.timeout_s)
     if rc is None or rc != 0:
