@@ -266,9 +266,12 @@ def library_build(root: Optional[Path] = LibOpt, arch: Optional[str] = ArchOpt,
     out.print(f"{len(report['shipped'])} binaries shipped in {where}; {len(report['failed'])} failed")
     for line in report["failed"]:
         err.print(f"  build failed: {line}")
+    if report["kept"]:
+        out.print(f"{len(report['kept'])} entries keep their shipped binary: this toolkit builds other device code "
+                  "from their sources (the shipped one is what the judge verified)")
     if report["changed"]:
-        out.print(f"[yellow]device code changed for {len(report['changed'])} entries (another toolkit?): "
-                  f"run `cudal2 library verify` on a GPU[/]")
+        out.print(f"[yellow]device code changed for {len(report['changed'])} entries (another toolkit?): not "
+                  f"served until `cudal2 library bench --update` on a GPU verifies and measures them[/]")
     if dispatcher:
         try:
             import torch  # noqa: F401

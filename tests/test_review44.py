@@ -140,3 +140,82 @@ def test_a_missing_compiler_is_not_a_cached_build_failure(cfg, tmp_path):
     r = build(NAIVE, dataclasses.replace(cfg.build, nvcc="/nonexistent/nvcc", cache_dir=str(tmp_path)))
     assert not r.ok and "compiler not found" in r.reason
     assert not any(tmp_path.glob("*/build.json"))
+
+
+# --- one source, one kernel: a build cannot tell when (or where) it runs ----------------------
+# A source that tests __DATE__ built to one kernel when judged and to another when `cudal2 library
+# build` rebuilt it later; and a rebuilt binary that differs from the judged one (another toolkit
+# or host compiler: `#if __GNUC__ == 12`) was shipped and served on the old binary's measurements.
+
+DATED = NAIVE.replace("acc = fmaf(__half2float(a[k]), __half2float(b[k]), acc);",
+                      "acc = fmaf(__half2float(a[k]), __half2float(b[k]), acc);\n"
+                      "    if (K == __TIME__[7] + __DATE__[5] + __TIMESTAMP__[18]) acc = 0.0f;")
+
+
+@needs_nvcc
+@pytest.mark.timeout(300)
+def test_a_build_reads_one_fixed_date(cfg, tmp_path):
+    import dataclasses
+    from cudal2.harness.build import build
+    first = build(DATED, dataclasses.replace(cfg.build, cache_dir=str(tmp_path / "a")))
+    time.sleep(1.1)   # __TIME__ moves
+    again = build(DATED, dataclasses.replace(cfg.build, cache_dir=str(tmp_path / "b")))
+    assert first.ok and again.ok and first.device_sha256 == again.device_sha256
+
+
+@pytest.fixture
+def one_entry_lib(tmp_path):
+    from cudal2.library import manifest
+    root = KERNELS.parent.parent / "kernels_out" / "sm90"
+    e = [e for e in manifest.read(root) if e.family == "sm80" and e.wins(0.0)][0]
+    shutil.copy(root / e.source, tmp_path / e.source)
+    shutil.copy(root / e.binary, tmp_path / e.binary)
+    manifest.write(tmp_path, [e])
+    return tmp_path
+
+
+@needs_nvcc
+@pytest.mark.timeout(600)
+def test_a_rebuilt_binary_other_than_the_judged_one_is_not_served(one_entry_lib, tmp_path_factory):
+    import dataclasses
+    from cudal2.config import BuildConfig
+    from cudal2.library import manifest
+    from cudal2.library.rebuild import rebuild
+    (e,) = manifest.read(one_entry_lib)
+    # the judged binary is lost, and the recorded hash is not what this toolkit builds
+    (one_entry_lib / e.binary).write_bytes(b"corrupt")
+    manifest.write(one_entry_lib, [dataclasses.replace(e, device_sha256="0" * 64)])
+    report = rebuild(one_entry_lib, BuildConfig(cache_dir=str(tmp_path_factory.mktemp("cache"))), None)
+    assert report["changed"] == [e.id]
+    (r,) = manifest.read(one_entry_lib)
+    assert not r.wins(0.0) and r.speedups() == {}
+    assert r.measured["before_rebuild"]["device_sha256"] == "0" * 64
+    assert r.measured["before_rebuild"].get("speedup") == e.measured.get("speedup")
+
+
+@needs_nvcc
+@pytest.mark.timeout(600)
+def test_an_intact_judged_binary_is_kept_when_this_toolkit_builds_another(one_entry_lib, tmp_path_factory):
+    import dataclasses
+    from cudal2.config import BuildConfig
+    from cudal2.library import manifest
+    from cudal2.library.rebuild import rebuild
+    (e,) = manifest.read(one_entry_lib)
+    before = (one_entry_lib / e.binary).read_bytes()
+    other = dataclasses.replace(e, build={**e.build, "flags": ["-O1", "-std=c++17"]})   # ptxas -O1: other code
+    manifest.write(one_entry_lib, [other])
+    report = rebuild(one_entry_lib, BuildConfig(cache_dir=str(tmp_path_factory.mktemp("cache"))), None)
+    assert report["kept"] == [e.id] and not report["changed"]
+    (r,) = manifest.read(one_entry_lib)
+    assert (one_entry_lib / r.binary).read_bytes() == before and r.wins(0.0)
+
+
+@needs_nvcc
+@pytest.mark.timeout(300)
+def test_the_date_bomb_builds_the_same_kernel_whatever_the_clock(cfg, tmp_path):
+    import dataclasses
+    from cudal2.harness.build import build
+    src = (BAD / "zz44_build_date_bomb.cu").read_text()
+    r = build(src, dataclasses.replace(cfg.build, cache_dir=str(tmp_path / "a")))
+    twin = src.replace("kBuildYear >= 2027", "1970 >= 2027")   # the kernel the fixed date gives
+    assert r.ok and r.device_sha256 == build(twin, dataclasses.replace(cfg.build, cache_dir=str(tmp_path / "b"))).device_sha256

@@ -10,7 +10,10 @@ Guarantees:
   driver words ptxas reads for special registers; `paramflow` and `sassdesc` on the same listing:
   every memory descriptor the driver's or a createpolicy word on every path);
   the cubin is built from canonical PTX, so its bytes, and `device_sha256`, are the same for the
-  same source, flags and toolkit in any folder on any machine;
+  same source, flags and toolkit in any folder on any machine, at any time: every build sees one
+  fixed date (`SOURCE_DATE_EPOCH`, and the source file's mtime for `__TIMESTAMP__`), so no source
+  can build to one kernel when judged and to another when `cudal2 library build` rebuilds it later
+  (a `__DATE__` test did; review 44);
 - the cache key is a hash of the source, the flags, the archs, the memory limit, the nvcc version, the
   CUTLASS headers' version and the build's rules (`rules_version`), so a hit is exactly what the
   same build would produce under the same rules;
@@ -207,6 +210,7 @@ def _first_error(log: str) -> str:
 
 
 MAX_FILE_MB = 2048   # largest file a v2 build's compiler may write (an honest one writes a few MB)
+BUILD_EPOCH = 0      # the date every build's __DATE__, __TIME__ and __TIMESTAMP__ read (1 Jan 1970)
 
 
 def bounded(cmd: list[str], memory_mb: int) -> list[str]:
@@ -226,7 +230,8 @@ def _run_killable(cmd: list[str], cwd: str, timeout: float) -> tuple[int | None,
     0xff), and a strict decode raised UnicodeDecodeError out of build(), build_many and the reward
     service's whole batch (review 43). Its stdin is /dev/null, never the caller's (a source that
     reached `/dev/stdin` past the include rule would read the trainer's; review 44)."""
-    env = {**os.environ, "TMPDIR": os.path.abspath(cwd)}   # nvcc's temporaries go with the build's folder
+    # nvcc's temporaries go with the build's folder; __DATE__ and __TIME__ are the build's fixed date
+    env = {**os.environ, "TMPDIR": os.path.abspath(cwd), "SOURCE_DATE_EPOCH": str(BUILD_EPOCH)}
     proc = subprocess.Popen(cmd, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, errors="replace", start_new_session=True, env=env)
     try:
@@ -262,6 +267,7 @@ def build(source: str, cfg: BuildConfig) -> BuildResult:
     folder.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f"{key}.", dir=folder.parent))
     (work / "kernel.cu").write_text(source)
+    os.utime(work / "kernel.cu", (BUILD_EPOCH, BUILD_EPOCH))   # __TIMESTAMP__ (the file's mtime)
     try:
         rc, log, res = _compile_v2(work, cfg, folder, spec) if spec else _compile_v1(work, cfg, folder)
     except FileNotFoundError as e:

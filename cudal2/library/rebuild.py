@@ -2,9 +2,13 @@
 
 Guarantees: every entry's source is built with the flags and archs the entry records; a contract
 v2 entry gets its cubin written beside the manifest, with its launch spec, and the manifest is
-rewritten atomically; an entry whose rebuilt device hash differs from the recorded one (another
-toolkit) is updated and named in the report, because the judge verified the old binary
-(`cudal2 library verify` re-checks it); missing or corrupt binaries are what this repairs, so the
+rewritten atomically. An entry whose rebuilt device hash differs from the recorded one (another
+toolkit or host compiler) keeps its shipped binary when that is intact (report "kept": it is what
+the judge verified); where it is missing or corrupt the rebuilt one is shipped and named in the
+report ("changed"), and is not served until `cudal2 library bench --update` measures it (the bench
+checks its output first): every speedup the entry keeps was measured on the old binary, and a source can
+build to another kernel elsewhere (`#if __GNUC__ == 12`; review 44), so its measurements move to
+`measured["before_rebuild"]`. Missing or corrupt binaries are what this repairs, so the
 manifest is read without checking them. A `sass` entry (a reordered cubin) gets its recorded
 schedule applied again to the rebuilt cubin (this needs the SASS tools). A source that no longer
 builds to a cubin (contract v2) is reported as failed.
@@ -34,7 +38,7 @@ def rebuild(folder: Path, cfg: BuildConfig, console) -> dict[str, list[str]]:
     for todo in groups.values():
         built = build_all([(folder / entries[i].source).read_text() for i in todo], cfgs[todo[0]], console)
         results.update(zip(todo, built))
-    report: dict[str, list[str]] = {"shipped": [], "changed": [], "failed": []}
+    report: dict[str, list[str]] = {"shipped": [], "changed": [], "kept": [], "failed": []}
     out = []
     for i, e in enumerate(entries):
         r = results[i]
@@ -52,16 +56,40 @@ def rebuild(folder: Path, cfg: BuildConfig, console) -> dict[str, list[str]]:
                     out.append(e)
                     continue
                 sha = manifest.sha256_bytes(data)
+            if sha != e.device_sha256 and _intact(folder, e):
+                report["kept"].append(e.id)   # the binary the judge verified stays (this toolkit builds another)
+                report["shipped"].append(e.id)
+                out.append(e)
+                continue
             name = f"{e.id}.cubin"
             (folder / name).write_bytes(data)
+            measured = e.measured
             if sha != e.device_sha256:
                 report["changed"].append(e.id)
-            e = dataclasses.replace(e, binary=name, spec=r.spec, device_sha256=sha,
+                measured = unmeasured(e)
+            e = dataclasses.replace(e, binary=name, spec=r.spec, device_sha256=sha, measured=measured,
                                     build={**e.build, "resources": r.resources})
             report["shipped"].append(e.id)
         out.append(e)
     manifest.write(folder, out)
     return report
+
+
+def _intact(folder: Path, e: manifest.Entry) -> bool:
+    """The entry's shipped binary is present and is the one its manifest pins."""
+    path = folder / e.binary if isinstance(e.binary, str) else None
+    return bool(path and path.is_file() and manifest.sha256_file(path) == e.device_sha256)
+
+
+_SERVING = ("speedup", "bench", "bench_history")   # what `Entry.speedups` and `Entry.wins` read
+
+
+def unmeasured(e: manifest.Entry) -> dict:
+    """`e.measured` without what serves it (no speedups: `Entry.wins` is False), the old binary's
+    measurements kept under "before_rebuild" with its device hash."""
+    old = {k: e.measured[k] for k in _SERVING if k in e.measured}
+    return {**{k: v for k, v in e.measured.items() if k not in _SERVING},
+            "before_rebuild": {**old, "device_sha256": e.device_sha256}}
 
 
 def reapply_schedule(e: manifest.Entry, parent_cubin: bytes) -> bytes:
