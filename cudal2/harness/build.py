@@ -14,9 +14,9 @@ Guarantees:
   fixed date (`SOURCE_DATE_EPOCH`, and the source file's mtime for `__TIMESTAMP__`), so no source
   can build to one kernel when judged and to another when `cudal2 library build` rebuilds it later
   (a `__DATE__` test did; review 44);
-- the cache key is a hash of the source, the flags, the archs, the memory limit, the nvcc version, the
-  CUTLASS headers' version and the build's rules (`rules_version`), so a hit is exactly what the
-  same build would produce under the same rules;
+- the cache key is a hash of the source, the flags, the archs, the memory limit, the build's date,
+  the nvcc version, the CUTLASS headers' version and the build's rules (`rules_version`), so a hit
+  is exactly what the same build would produce under the same rules;
 - every build has its own folder and its own timeout; a build past it is killed with its whole
   process group (nvcc's cicc and ptxas children included) and fails; the compiler's temporary
   files live in that folder, so a killed build leaves none behind; a v2 (untrusted) build's
@@ -149,7 +149,7 @@ def rules_version() -> str:
 
 def build_key(source: str, cfg: BuildConfig) -> str:
     h = hashlib.sha256()
-    for part in (source, json.dumps([cfg.flags, cfg.archs, cfg.max_memory_mb]), nvcc_version(cfg.nvcc), cutlass_version(),
+    for part in (source, json.dumps([cfg.flags, cfg.archs, cfg.max_memory_mb, BUILD_EPOCH]), nvcc_version(cfg.nvcc), cutlass_version(),
                  rules_version()):
         h.update(part.encode())
         h.update(b"\0")
