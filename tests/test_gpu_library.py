@@ -131,3 +131,32 @@ def test_a_shipped_cubin_runs_without_a_compiler(monkeypatch):
     ref = A.astype(cp.float32) @ B.astype(cp.float32).T
     assert lib.stats()["hits"] == {e.id: 1} and not lib.disabled()
     assert float(cp.abs(C.astype(cp.float32) - ref).max()) < 0.05 * max(1.0, e.K ** 0.5 / 8)
+
+
+def test_library_verify_passes_the_shipped_cubins_and_fails_a_wrong_one(tmp_path):
+    """`cudal2 library verify` judges what a call runs: the shipped cubin. A cubin of another,
+    wrong kernel with the same launch spec (hash-pinned in the manifest) fails verification."""
+    import shutil
+
+    from rich.console import Console
+
+    from cudal2.config import Config
+    from cudal2.library.bench import verify_entries
+    add(tmp_path, "tiled", "good/tiled_v2.cu", 256, 512, 1024)
+    add(tmp_path, "naive", "good/naive_v2.cu", 256, 512, 1024)
+    assert verify_entries(Library(tmp_path, serve_margin=None), Config(), "gpu", Console(quiet=True)) == []
+    # naive's shipped cubin replaced (and re-pinned) by one that negates C: a binary that differs
+    # from a rebuild of its source, as one built by another toolkit or reordered would
+    import dataclasses
+
+    from cudal2.config import BuildConfig
+    from cudal2.harness.build import build
+    wrong = (KERNELS / "good/naive_v2.cu").read_text().replace("__float2half_rn(acc)", "__float2half_rn(-acc)", 1)
+    assert wrong != (KERNELS / "good/naive_v2.cu").read_text()
+    b = build(wrong, BuildConfig())
+    assert b.ok, b.reason
+    shutil.copy(b.lib_path, tmp_path / "naive.cubin")
+    entries = [e if e.id != "naive" else dataclasses.replace(e, device_sha256=b.device_sha256)
+               for e in manifest.read(tmp_path, check_binaries=False)]
+    manifest.write(tmp_path, entries)
+    assert verify_entries(Library(tmp_path, serve_margin=None), Config(), "gpu", Console(quiet=True)) == ["naive"]

@@ -50,3 +50,49 @@ def test_library_build_restores_the_same_bytes(small_lib, tmp_path_factory):
     assert len(report["shipped"]) == 2 and not report["changed"] and not report["failed"]
     assert (small_lib / e.binary).read_bytes() == (ROOT / e.binary).read_bytes()
     manifest.read(small_lib)  # checks every hash again
+
+
+def _judged_requests(monkeypatch):
+    """Capture what reaches the judge (no GPU here): the requests, in order."""
+    from cudal2.harness.evaluate import Evaluator
+    seen = []
+    monkeypatch.setattr(Evaluator, "judge_request", lambda self, r, worker, req: seen.append(req))
+    return seen
+
+
+def test_library_verify_judges_the_shipped_cubin_not_a_rebuild(small_lib, monkeypatch):
+    from rich.console import Console
+
+    from cudal2.config import Config
+    from cudal2.library import Library
+    from cudal2.library.bench import verify_entries
+    seen = _judged_requests(monkeypatch)
+    lib = Library(small_lib, serve_margin=None)
+    verify_entries(lib, Config(), "test-gpu", Console(quiet=True))
+    assert [Path(q.binary) for q in seen] == [small_lib / e.binary for e in lib.entries]
+    assert all(q.kind == "cubin" and not q.time_it for q in seen)
+
+
+def test_a_cubin_the_binary_rules_refuse_fails_at_build_before_the_judge(small_lib, monkeypatch):
+    from cudal2.config import Config
+    from cudal2.harness.evaluate import Evaluator
+    from cudal2.problem import Problem
+    from cudal2.result import Stage
+    seen = _judged_requests(monkeypatch)
+    e = manifest.read(small_lib)[0]
+    bad = small_lib / "edited.cubin"
+    bad.write_bytes((small_lib / e.binary).read_bytes()[:200])   # cut: no kernel the spec names
+    r = Evaluator(Config()).judge_cubin(bad, e.id, e.spec, (small_lib / e.source).read_text(), Problem(e.M, e.N, e.K))
+    assert r.stage is Stage.BUILD and not r.ok and "cubin" in r.reason and seen == []
+
+
+def test_a_cubin_judged_at_a_shape_its_source_does_not_claim_fails_at_load(small_lib, monkeypatch):
+    from cudal2.config import Config
+    from cudal2.harness.evaluate import Evaluator
+    from cudal2.problem import Problem
+    from cudal2.result import Stage
+    seen = _judged_requests(monkeypatch)
+    e = manifest.read(small_lib)[0]
+    r = Evaluator(Config()).judge_cubin(small_lib / e.binary, e.id, e.spec, (small_lib / e.source).read_text(),
+                                        Problem(e.M + 1, e.N, e.K))
+    assert r.stage is Stage.LOAD and "does not declare" in r.reason and seen == []

@@ -175,6 +175,7 @@ def test_play_publishes_only_what_passed_the_bitwise_check(tmp_path, monkeypatch
 @pytest.mark.skipif(tools.find("nvdisasm") is None, reason="nvdisasm missing")
 def test_play_runs_the_builds_rules_on_the_reordered_cubin_before_the_judge(tmp_path, monkeypatch, cfg):
     from cudal2.harness import build
+    from cudal2.harness.evaluate import Evaluator
     from cudal2.sass import run as sass_run
     parent = next(e for e in manifest.read(SHIPPED) if e.id == SM80)
     for f in (parent.source, parent.binary):
@@ -188,7 +189,7 @@ def test_play_runs_the_builds_rules_on_the_reordered_cubin_before_the_judge(tmp_
     monkeypatch.setattr(build, "binary_violations", _recording(build.binary_violations, checked))
     monkeypatch.setattr(verify, "PairedMeasure", FakePairedMeasure)
     monkeypatch.setattr(verify, "bitwise", lambda *a, **k: verify.BitwiseReport(True, ""))
-    monkeypatch.setattr(sass_run, "_judge", never)
+    monkeypatch.setattr(Evaluator, "judge_request", never)
     o = sass_run.play(parent, tmp_path, cfg, "test", "greedy", budget_s=60, max_latency=32)
     assert o.status == "refused by the build's rules" and "test" in o.detail
     (data, honest_verdict), = checked

@@ -162,6 +162,32 @@ class Evaluator:
         r.elapsed_s = time.monotonic() - t0 + b.seconds
         return r
 
+    def judge_cubin(self, path, name: str, spec: dict, source: str, p: Problem, time_it: bool = True) -> EvalResult:
+        """The build's rules on an already built cubin (`build.binary_violations`: a failure there is
+        stage build), then the judge's verification stages (and timing) at `p`, the shapes drawn
+        from the claim in `source` as for a search candidate: how `cudal2 sass` judges a reordered
+        cubin and `cudal2 library verify` / `bench --kernel` the binary a library ships, which a
+        user runs (a rebuild from source may differ: another toolkit, or a reordered schedule)."""
+        from pathlib import Path
+
+        from cudal2.harness.build import binary_violations
+        from cudal2.library.manifest import sha256_file
+        r = EvalResult(name=name, source_hash=source_hash(source), M=p.M, N=p.N, K=p.K)
+        r.build = {"kind": "cubin", "spec": spec, "device_sha256": sha256_file(Path(path))}
+        try:
+            ls, claim = LaunchSpec.from_dict(spec), parse_claim(source)
+            if not claim.covers(p):
+                return r.fail(Stage.LOAD, f"the kernel does not declare shape {p} (see its cudal2-shapes line)")
+            full, light = claim.verification_shapes(p, ls.m_tiles)
+        except (ProblemError, ValueError) as e:   # SpecError is a ValueError
+            return r.fail(Stage.LOAD, str(e))
+        if bad := binary_violations(Path(path), ls):
+            return r.fail(Stage.BUILD, "; ".join(bad))
+        req = JudgeRequest(str(path), "cubin", spec, p.M, p.N, p.K, self.cfg, [(q.M, q.N, q.K) for q in full],
+                           [(q.M, q.N, q.K) for q in light], time_it)
+        self.judge_request(r, self.worker, req)
+        return r
+
     def judge_request(self, r: EvalResult, worker: Worker, req: JudgeRequest) -> None:
         """Run the judge job for `req` on `worker` (an already built artifact) and copy its verdict
         into `r`: the one way from a request to a verdict, for callers that built the artifact

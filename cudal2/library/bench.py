@@ -1,12 +1,12 @@
 """`cudal2 library verify` and `cudal2 library bench`: the library re-judged on this GPU.
 
-Guarantees: every entry goes through the same harness as a search candidate (verify: the
-verification stages; bench: those plus both timing modes beside the baselines, measured now,
-side by side, not read from the manifest); a failing entry is reported with its stage and reason.
-
-Every entry's source is built first, on every core (the judging loop then finds each build in the
-cache); with `--json`, each result is appended as soon as it is measured, so a run stopped early
-keeps what it measured.
+Guarantees: every entry's shipped cubin, the binary a user's call runs (hash-checked by
+`manifest.read`), goes through the build's rules on the binary and the same judge as a search
+candidate (verify: the verification stages; bench: those plus both timing modes beside the
+baselines, measured now, side by side, not read from the manifest), at the shapes its source
+claims; not a rebuild from source, which on another toolkit, or for a reordered (`sass`) entry,
+is another binary. A failing entry is reported with its stage and reason. With `--json`, each
+result is appended as soon as it is measured, so a run stopped early keeps what it measured.
 
 Does not: change the library (a failing entry is only reported).
 """
@@ -20,8 +20,7 @@ from rich.console import Console
 from rich.progress import track
 
 from cudal2.config import Config
-from cudal2.harness.build import build_all
-from cudal2.harness.evaluate import Candidate, Evaluator
+from cudal2.harness.evaluate import Evaluator
 from cudal2.library.runtime import Library
 from cudal2.problem import Problem
 from cudal2.report import bench_table
@@ -30,15 +29,12 @@ from cudal2.result import EvalResult
 
 def _judge_all(lib: Library, cfg: Config, gpu: str, console: Console, time_it: bool,
                on_result: Callable[[EvalResult], None] | None = None) -> list[tuple[str, EvalResult]]:
-    sources = [(lib.folder / e.source).read_text() for e in lib.entries]
-    build_all(sources, cfg.build, console, "build")
     ev = Evaluator(cfg, gpu_name=gpu)
     out = []
     try:
-        for e, src in track(list(zip(lib.entries, sources)), description="verify" if not time_it else "bench",
-                            console=console):
-            M = e.M if e.M is not None else e.m_range[1]
-            (r,) = ev.evaluate([Candidate.of_entry(e, src)], Problem(M, e.N, e.K), reuse=False, time_it=time_it)
+        for e in track(lib.entries, description="verify" if not time_it else "bench", console=console):
+            p = Problem(e.M if e.M is not None else e.m_range[1], e.N, e.K)
+            r = ev.judge_cubin(lib.folder / e.binary, e.id, e.spec, (lib.folder / e.source).read_text(), p, time_it)
             out.append((e.id, r))
             if on_result:
                 on_result(r)

@@ -71,31 +71,20 @@ class Outcome:
 
 
 def _judge(path: Path, e: Entry, source: str, cfg, worker, gpu: str):
-    """The judge's verification stages and timing on a cubin, as the search judges a candidate."""
-    from cudal2.harness.artifact import JudgeRequest
+    """The build's rules, the judge's verification stages and timing on a cubin, as the search
+    judges a candidate."""
     from cudal2.harness.evaluate import Evaluator
-    from cudal2.harness.launch import LaunchSpec
-    from cudal2.harness.store import source_hash
-    from cudal2.problem import Problem, parse_claim
-    from cudal2.result import EvalResult
+    from cudal2.problem import Problem
     p = Problem(e.M if e.M is not None else e.m_range[1], e.N, e.K)
-    full, light = parse_claim(source).verification_shapes(p, LaunchSpec.from_dict(e.spec).m_tiles)
-    req = JudgeRequest(str(path), "cubin", e.spec, p.M, p.N, p.K, cfg, [(s.M, s.N, s.K) for s in full],
-                       [(s.M, s.N, s.K) for s in light], time_it=True)
-    r = EvalResult(name=path.stem, source_hash=source_hash(source), M=p.M, N=p.N, K=p.K)
-    r.build = {"kind": "cubin", "spec": e.spec, "device_sha256": manifest.sha256_file(path),
-               "resources": e.build.get("resources", {})}
-    Evaluator(cfg, worker=worker, gpu_name=gpu).judge_request(r, worker, req)
-    return r
+    return Evaluator(cfg, worker=worker, gpu_name=gpu).judge_cubin(path, Path(path).stem, e.spec, source, p)
 
 
 def play(e: Entry, folder: Path, cfg, gpu: str, agent: str = "greedy", budget_s: float = 300.0,
          min_gain: float = 0.01, max_latency: int | None = None, publish: bool = True, seed: int = 0,
          worker=None) -> Outcome:
-    from cudal2.harness import build
-    from cudal2.harness.launch import LaunchSpec
     from cudal2.harness.worker import Worker
     from cudal2.library import writer
+    from cudal2.result import Stage
     from cudal2.sass import agents, verify
     from cudal2.sass.game import Game
     from cudal2.search.score import score
@@ -135,17 +124,16 @@ def play(e: Entry, folder: Path, cfg, gpu: str, agent: str = "greedy", budget_s:
         with tempfile.TemporaryDirectory() as d:
             path = Path(d) / f"{e.id}-sass.cubin"
             path.write_bytes(new)
-            # The build's rules on the machine code again: a reorder keeps each block's register
-            # dependencies, but the rules, not that argument, are what the judge relies on.
-            if bad := build.binary_violations(path, LaunchSpec.from_dict(e.spec)):
-                out.status, out.detail = "refused by the build's rules", "; ".join(bad)
-                return out
+            # The judge starts with the build's rules on the machine code: a reorder keeps each
+            # block's register dependencies, but the rules, not that argument, are what it relies on.
             t0 = time.monotonic()
             r_new = _judge(path, e, source, cfg, worker, gpu)
             r_old = _judge(folder / e.binary, e, source, cfg, worker, gpu) if r_new.ok else None
             out.gpu_s += time.monotonic() - t0
             if not r_new.ok:
-                out.status, out.detail = "judge failed", f"{r_new.stage.value}: {r_new.reason}"
+                refused = r_new.stage is Stage.BUILD
+                out.status = "refused by the build's rules" if refused else "judge failed"
+                out.detail = r_new.reason if refused else f"{r_new.stage.value}: {r_new.reason}"
                 return out
             s_new, s_old = score(r_new), score(r_old) if r_old is not None and r_old.ok else None
             out.judged = {"reordered": s_new, "shipped": s_old}
