@@ -12,7 +12,12 @@ block comments, and every physical line is a candidate start whatever a lexer th
 must name its header literally (`<...>` or `"..."`, no macro), without an absolute path or a
 `..` part, and the header must be on the allow-list: a computed include, a digraph, a splice, a
 lone CR or `cuda/std/../../..` read any file nvcc could open (`/proc/self/environ` into the
-compiler's error text, `/dev/zero` until the machine ran out of memory).
+compiler's error text, `/dev/zero` until the machine ran out of memory). The blanks before and
+inside a directive are GCC's: space, tab, VT, FF and NUL (GCC ignores a NUL; a UTF-8 byte order
+mark, skipped at the file's start, counts as one too), and `#line` and its GNU linemarker form
+(`# 2 "file"`) are refused: GCC's diagnostics quote the source line at their location from the
+file the location names, so `#line 2 "/etc/passwd"` and a `#warning` printed that file's second
+line into the build log (review 45).
 
 Does not: prove a kernel honest. It is a name-level filter that catches the plain forms of the
 reward-hacking catalogue cheaply; obfuscated forms (a launch on a literal 0 stream, state
@@ -132,13 +137,16 @@ def header_allowed(header: str, extra: tuple[str, ...] | list[str] = (), allowed
 
 _SPLICE = re.compile(r"\\[ \t\v\f]*\n")       # GCC splices a backslash, blanks, newline (with a warning)
 _FILE_DIRECTIVES = ("include", "include_next", "import", "embed")   # the directives that read a file
+_LINE = "line"      # names the file later diagnostics quote lines from (so does a linemarker, `# 2 "f"`)
+_BLANKS = " \t\v\f\0\ufeff"   # GCC's horizontal blanks (NUL ignored with a warning) and a BOM
 _HAS_INCLUDE = re.compile(r"\b__has_include(?:_next)?\b")
 _IDENT = re.compile(r"[A-Za-z_]\w*")
 
 
 def include_directives(source: str) -> list[tuple[int, str, str | None]]:
     """(line, directive, header or None when not a literal <...>/"..." operand) of every directive
-    that reads a file, and every `__has_include` (as directive `__has_include`), in linear time.
+    that reads a file or names one (`line`, a linemarker reported as `line` too), and every
+    `__has_include` (as directive `__has_include`), in linear time.
     A superset of what the preprocessor reads: a line inside a comment or a raw string that looks
     like a directive is reported too (over-refusing, never hiding)."""
     text = source.replace("\r\n", "\n").replace("\r", "\n")   # GCC ends a line at CR too
@@ -164,7 +172,7 @@ def include_directives(source: str) -> list[tuple[int, str, str | None]]:
 
     def skip(p: int) -> int:           # blanks and block comments (which may span lines)
         while p < n:
-            if t[p] in " \t\v\f":
+            if t[p] in _BLANKS:
                 p += 1
             elif t.startswith("/*", p):
                 if close[0] is None or 0 <= close[0] < p + 2:
@@ -191,8 +199,10 @@ def include_directives(source: str) -> list[tuple[int, str, str | None]]:
         p = skip(start)
         if t.startswith("#", p) or t.startswith("%:", p):
             p = skip(p + (1 if t[p] == "#" else 2))
-            if (m := _IDENT.match(t, p)) and m.group() in _FILE_DIRECTIVES:
+            if (m := _IDENT.match(t, p)) and m.group() in (*_FILE_DIRECTIVES, _LINE):
                 out.append((line_of(start), m.group(), operand(m.end())))
+            elif p < n and t[p].isdigit():   # a GNU linemarker: `# 2 "file"`
+                out.append((line_of(start), _LINE, operand(p + 1)))
         nl = t.find("\n", start)
         if nl < 0:
             break
@@ -211,7 +221,10 @@ def include_violations(source: str, extra: tuple[str, ...] | list[str] = (),
     found = []
     for ln, what, header in include_directives(source):
         excerpt = lines[ln - 1].strip()[:120] if ln - 1 < len(lines) else ""
-        if what not in ("include", "__has_include"):
+        if what == _LINE:
+            found.append(Violation("header", ln, f"#line or a linemarker (the compiler's diagnostics quote the file it "
+                                                 f"names): {excerpt}"))
+        elif what not in ("include", "__has_include"):
             found.append(Violation("header", ln, f"#{what} (only #include of an allowed header): {excerpt}"))
         elif header is None:
             found.append(Violation("header", ln, f"a computed {what} (name the header literally): {excerpt}"))
