@@ -48,3 +48,37 @@ def test_the_file_naming_kernels_stop_at_policy(cfg, name):
     from cudal2.harness.build import build
     r = build((BAD / name).read_text(), cfg.build)
     assert not r.ok and r.stage == "policy" and "header" in r.reason, r.reason
+
+
+# --- the compiler's output is bounded -----------------------------------------------------------
+# 8192 `#pragma message` remarks of 64 KiB: 1.6 GB read into the judge's memory (4.6 GB peak) and
+# written to the cache's build.log, of a kernel that built and passed.
+
+def test_a_compiler_printing_past_the_limit_is_killed_and_fails(tmp_path):
+    import time
+
+    from cudal2.harness.build import MAX_LOG_MB, _run_killable
+    t0 = time.monotonic()
+    rc, out = _run_killable(["sh", "-c", "yes 0123456789abcdef; echo never"], str(tmp_path), 60)
+    assert rc not in (0, None) and out.startswith("error: the compiler wrote more than")
+    assert len(out) <= (MAX_LOG_MB << 20) + 200 and "never" not in out
+    assert time.monotonic() - t0 < 30
+
+
+def test_output_under_the_limit_is_kept_whole(tmp_path):
+    from cudal2.harness.build import _run_killable
+    rc, out = _run_killable(["sh", "-c", "seq 1 100000; exit 3"], str(tmp_path), 60)
+    assert rc == 3 and out.splitlines() == [str(i) for i in range(1, 100001)]
+
+
+@needs_nvcc
+@pytest.mark.timeout(600)
+def test_the_output_flood_fails_at_build_and_caches_nothing_of_the_compilers(cfg):
+    from pathlib import Path
+
+    from cudal2.harness.build import build
+    r = build((BAD / "zz45_compiler_output_flood.cu").read_text(), cfg.build)
+    assert not r.ok and r.stage == "build" and "more than" in r.reason, r.reason
+    assert r.seconds < 120
+    folder = Path(cfg.build.cache_dir) / r.key
+    assert sorted(f.name for f in folder.iterdir()) == ["build.json", "build.log", "kernel.cu"]

@@ -18,8 +18,12 @@ Guarantees:
   the nvcc version, the CUTLASS headers' version and the build's rules (`rules_version`), so a hit
   is exactly what the same build would produce under the same rules;
 - every build has its own folder and its own timeout; a build past it is killed with its whole
-  process group (nvcc's cicc and ptxas children included) and fails; the compiler's temporary
-  files live in that folder, so a killed build leaves none behind; a v2 (untrusted) build's
+  process group (nvcc's cicc and ptxas children included) and fails, and so is one whose compiler
+  prints more than MAX_LOG_MB (its output is read into this process: 1.6 GB of `#pragma message`
+  remarks from 40 lines of macros; review 45); the compiler's temporary
+  files live in that folder, so a killed build leaves none behind, and a failed build's cached
+  folder keeps only its source, verdict and log (nvcc killed at the output limit left its 0.5 GB
+  preprocessed file there; review 45); a v2 (untrusted) build's
   compiler processes also have `max_memory_mb` of address space each and files of at most
   MAX_FILE_MB (a few macro lines expand to a preprocessed file of gigabytes, and cicc took ~30
   bytes of memory per byte of it: one candidate could take the machine's memory, trainer and
@@ -41,6 +45,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
@@ -210,6 +215,7 @@ def _first_error(log: str) -> str:
 
 
 MAX_FILE_MB = 2048   # largest file a v2 build's compiler may write (an honest one writes a few MB)
+MAX_LOG_MB = 8       # most compiler output a build keeps (an honest one prints a few kB; past it: killed)
 BUILD_EPOCH = 0      # the date every build's __DATE__, __TIME__ and __TIMESTAMP__ read (1 Jan 1970)
 
 
@@ -229,18 +235,52 @@ def _run_killable(cmd: list[str], cwd: str, timeout: float) -> tuple[int | None,
     bytes replaced: the compiler echoes a candidate's bytes (`#pragma message("\\xff")` prints a raw
     0xff), and a strict decode raised UnicodeDecodeError out of build(), build_many and the reward
     service's whole batch (review 43). Its stdin is /dev/null, never the caller's (a source that
-    reached `/dev/stdin` past the include rule would read the trainer's; review 44)."""
+    reached `/dev/stdin` past the include rule would read the trainer's; review 44). At most
+    MAX_LOG_MB of output is kept: past it the process group is killed and the run fails with an
+    error saying so (a failure, cached like any: the same source floods again). Macros made 8192
+    `#pragma message` remarks of 64 KiB: 1.6 GB of diagnostics in 56 s, read whole into the
+    caller's memory (4.7 GB at its peak, one build a core beside the trainer), and into the cache's
+    build.log, of a kernel that then built and passed (review 45)."""
     # nvcc's temporaries go with the build's folder; __DATE__ and __TIME__ are the build's fixed date
     env = {**os.environ, "TMPDIR": os.path.abspath(cwd), "SOURCE_DATE_EPOCH": str(BUILD_EPOCH)}
     proc = subprocess.Popen(cmd, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, errors="replace", start_new_session=True, env=env)
+                            start_new_session=True, env=env)
+    chunks: list[bytes] = []
+    over = threading.Event()
+
+    def pump() -> None:   # the output, up to the limit; past it the group is killed and the rest dropped
+        size, fd = 0, proc.stdout.fileno()
+        while chunk := os.read(fd, 1 << 16):
+            if not over.is_set():
+                size += len(chunk)
+                if size > MAX_LOG_MB << 20:
+                    over.set()
+                    _kill(proc)
+                else:
+                    chunks.append(chunk)
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
     try:
-        out, _ = proc.communicate(timeout=timeout)
-        return proc.returncode, out
+        rc: int | None = proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
+        _kill(proc)
+        proc.wait()
+        rc = None
+    reader.join(timeout=10)   # the group is gone: the pipe's last writer with it
+    if not reader.is_alive():   # (else a writer outside the group holds it: the reader keeps its fd)
+        proc.stdout.close()
+    out = b"".join(chunks).decode(errors="replace")
+    if over.is_set():
+        return -signal.SIGKILL, f"error: the compiler wrote more than {MAX_LOG_MB} MiB of output (killed)\n{out}"
+    return rc, out
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    try:
         os.killpg(proc.pid, signal.SIGKILL)
-        out, _ = proc.communicate()
-        return None, out or ""
+    except ProcessLookupError:
+        pass
 
 
 def build(source: str, cfg: BuildConfig) -> BuildResult:
@@ -276,6 +316,10 @@ def build(source: str, cfg: BuildConfig) -> BuildResult:
                            seconds=time.monotonic() - t0)
     res.key = key
     res.seconds = time.monotonic() - t0
+    if not res.ok:   # a failure caches its verdict, not what the compiler left (a killed nvcc's temporaries)
+        for f in work.iterdir():
+            if f.name != "kernel.cu":
+                shutil.rmtree(f) if f.is_dir() and not f.is_symlink() else f.unlink()
     (work / "build.json").write_text(json.dumps(res.to_dict()))
     (work / "build.log").write_text(log)
     if rc is not None:  # timeouts are not cached: the machine may just have been busy
