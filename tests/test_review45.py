@@ -82,3 +82,47 @@ def test_the_output_flood_fails_at_build_and_caches_nothing_of_the_compilers(cfg
     assert r.seconds < 120
     folder = Path(cfg.build.cache_dir) / r.key
     assert sorted(f.name for f in folder.iterdir()) == ["build.json", "build.log", "kernel.cu"]
+
+
+# --- a library entry is verified where it is served ---------------------------------------------
+# `library verify`/`bench` and `cudal2 sass` drew the verification shapes from the entry's source's
+# claim: an M-range entry whose source claimed only its top shape (or nothing) was verified at that
+# M alone and served at every M of its range.
+
+@needs_nvcc
+def test_an_m_range_entry_is_verified_across_its_range_whatever_its_source_claims(cfg):
+    from cudal2.harness.build import build
+    from cudal2.harness.evaluate import Evaluator
+    from cudal2.library.manifest import Entry
+    from cudal2.problem import Problem
+    b = build(NAIVE, cfg.build)
+    assert b.ok, b.reason
+    e = Entry(id="r", M=None, N=256, K=64, family="", params={}, provenance={}, source="r.cu", source_sha256="",
+              device_sha256=b.device_sha256, build={}, measured={}, gpu={}, date="", m_range=[1, 4096],
+              binary="r.cubin", spec=b.spec)
+    seen = []
+    ev = Evaluator(cfg, worker=object())
+    ev.judge_request = lambda r, worker, req: seen.append(req)
+    for source in (NAIVE, "// cudal2-shapes: 4096x256x64\n" + NAIVE):
+        ev.judge_cubin(b.lib_path, e.id, e.spec, source, Problem(4096, 256, 64), claim=e.claim())
+    for req in seen:
+        ms = {m for m, _, _ in req.verify_shapes + req.light_shapes}
+        assert {1, 4096} <= ms and len(ms) > 100 and all(1 <= m <= 4096 for m in ms)
+
+
+def test_an_exact_entry_claims_its_one_shape():
+    from cudal2.library.manifest import Entry
+    from cudal2.problem import Problem
+    e = Entry(id="x", M=64, N=256, K=64, family="", params={}, provenance={}, source="x.cu", source_sha256="",
+              device_sha256="", build={}, measured={}, gpu={}, date="")
+    c = e.claim()
+    assert c.covers(Problem(64, 256, 64)) and not c.covers(Problem(65, 256, 64)) and not c.universal
+
+
+def test_the_library_and_sass_judges_pass_the_entrys_claim():
+    import inspect
+
+    from cudal2.library import bench
+    from cudal2.sass import run
+    assert "claim=e.claim()" in inspect.getsource(bench._judge_all)
+    assert "claim=e.claim()" in inspect.getsource(run._judge)

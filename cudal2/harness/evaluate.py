@@ -38,7 +38,7 @@ from cudal2.harness.artifact import JudgeRequest
 from cudal2.harness.launch import LaunchSpec
 from cudal2.harness.store import Store, source_hash
 from cudal2.harness.worker import Worker
-from cudal2.problem import Problem, ProblemError, parse_claim
+from cudal2.problem import Problem, ProblemError, ShapeClaim, parse_claim
 from cudal2.result import EvalResult, Fault, Stage, Timing
 from cudal2.search.score import score
 
@@ -162,12 +162,16 @@ class Evaluator:
         r.elapsed_s = time.monotonic() - t0 + b.seconds
         return r
 
-    def judge_cubin(self, path, name: str, spec: dict, source: str, p: Problem, time_it: bool = True) -> EvalResult:
+    def judge_cubin(self, path, name: str, spec: dict, source: str, p: Problem, time_it: bool = True,
+                    claim: ShapeClaim | None = None) -> EvalResult:
         """The build's rules on an already built cubin (`build.binary_violations`: a failure there is
         stage build), then the judge's verification stages (and timing) at `p`, the shapes drawn
-        from the claim in `source` as for a search candidate: how `cudal2 sass` judges a reordered
-        cubin and `cudal2 library verify` / `bench --kernel` the binary a library ships, which a
-        user runs (a rebuild from source may differ: another toolkit, or a reordered schedule)."""
+        from `claim` (a library entry's: `Entry.claim`, the M it is served at), else from the claim in
+        `source` as for a search candidate: how `cudal2 sass` judges a reordered cubin and `cudal2
+        library verify` / `bench --kernel` the binary a library ships, which a user runs (a rebuild
+        from source may differ: another toolkit, or a reordered schedule). An entry's coverage, not
+        its source's claim: an M-range entry whose source claimed one shape, or none, was verified at
+        its top M alone and served at every M of its range (review 45)."""
         from pathlib import Path
 
         from cudal2.harness.build import binary_violations
@@ -175,7 +179,7 @@ class Evaluator:
         r = EvalResult(name=name, source_hash=source_hash(source), M=p.M, N=p.N, K=p.K)
         r.build = {"kind": "cubin", "spec": spec, "device_sha256": sha256_file(Path(path))}
         try:
-            ls, claim = LaunchSpec.from_dict(spec), parse_claim(source)
+            ls, claim = LaunchSpec.from_dict(spec), claim or parse_claim(source)
             if not claim.covers(p):
                 return r.fail(Stage.LOAD, f"the kernel does not declare shape {p} (see its cudal2-shapes line)")
             full, light = claim.verification_shapes(p, ls.m_tiles)

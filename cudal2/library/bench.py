@@ -3,8 +3,9 @@
 Guarantees: every entry's shipped cubin, the binary a user's call runs (hash-checked by
 `manifest.read`), goes through the build's rules on the binary and the same judge as a search
 candidate (verify: the verification stages; bench: those plus both timing modes beside the
-baselines, measured now, side by side, not read from the manifest), at the shapes its source
-claims; not a rebuild from source, which on another toolkit, or for a reordered (`sass`) entry,
+baselines, measured now, side by side, not read from the manifest), at the shapes the library
+serves it at (`Entry.claim`: an M-range entry at fresh M across its whole range, whatever its
+source claims); not a rebuild from source, which on another toolkit, or for a reordered (`sass`) entry,
 is another binary. A failing entry is reported with its stage and reason. With `--json`, each
 result is appended as soon as it is measured, so a run stopped early keeps what it measured.
 
@@ -34,7 +35,8 @@ def _judge_all(lib: Library, cfg: Config, gpu: str, console: Console, time_it: b
     try:
         for e in track(lib.entries, description="verify" if not time_it else "bench", console=console):
             p = Problem(e.M if e.M is not None else e.m_range[1], e.N, e.K)
-            r = ev.judge_cubin(lib.folder / e.binary, e.id, e.spec, (lib.folder / e.source).read_text(), p, time_it)
+            r = ev.judge_cubin(lib.folder / e.binary, e.id, e.spec, (lib.folder / e.source).read_text(), p, time_it,
+                               claim=e.claim())
             out.append((e.id, r))
             if on_result:
                 on_result(r)

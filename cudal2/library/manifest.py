@@ -58,6 +58,14 @@ class Entry:
             return False
         return M == self.M if self.m_range is None else self.m_range[0] <= M <= self.m_range[1]
 
+    def claim(self):
+        """What dispatch serves this entry at, as a `problem.ShapeClaim`: the shapes a judge of its
+        binary must verify (its source's own claim may be narrower, or absent)."""
+        from cudal2.problem import Problem, ShapeClaim
+        if self.m_range is None:
+            return ShapeClaim(exact=(Problem(self.M, self.N, self.K),))
+        return ShapeClaim(ranges=((self.m_range[0], self.m_range[1], self.N, self.K),))
+
     @property
     def score(self) -> float:
         return float(self.measured.get("score") or 0.0)

@@ -76,7 +76,8 @@ def _judge(path: Path, e: Entry, source: str, cfg, worker, gpu: str):
     from cudal2.harness.evaluate import Evaluator
     from cudal2.problem import Problem
     p = Problem(e.M if e.M is not None else e.m_range[1], e.N, e.K)
-    return Evaluator(cfg, worker=worker, gpu_name=gpu).judge_cubin(path, Path(path).stem, e.spec, source, p)
+    return Evaluator(cfg, worker=worker, gpu_name=gpu).judge_cubin(path, Path(path).stem, e.spec, source, p,
+                                                                   claim=e.claim())
 
 
 def play(e: Entry, folder: Path, cfg, gpu: str, agent: str = "greedy", budget_s: float = 300.0,
