@@ -143,7 +143,7 @@ def test_library_verify_passes_the_shipped_cubins_and_fails_a_wrong_one(tmp_path
     from cudal2.config import Config
     from cudal2.library.bench import verify_entries
     add(tmp_path, "tiled", "good/tiled_v2.cu", 256, 512, 1024)
-    add(tmp_path, "naive", "good/naive_v2.cu", 256, 512, 1024)
+    add(tmp_path, "naive", "good/naive_v2.cu", 128, 256, 512)   # another shape: the writer keeps one per shape
     assert verify_entries(Library(tmp_path, serve_margin=None), Config(), "gpu", Console(quiet=True)) == []
     # naive's shipped cubin replaced (and re-pinned) by one that negates C: a binary that differs
     # from a rebuild of its source, as one built by another toolkit or reordered would
