@@ -96,3 +96,20 @@ def test_a_cubin_judged_at_a_shape_its_source_does_not_claim_fails_at_load(small
     r = Evaluator(Config()).judge_cubin(small_lib / e.binary, e.id, e.spec, (small_lib / e.source).read_text(),
                                         Problem(e.M + 1, e.N, e.K))
     assert r.stage is Stage.LOAD and "does not declare" in r.reason and seen == []
+
+
+def test_an_implausibly_fast_cubin_is_judged_again_as_a_built_source_is(small_lib, monkeypatch):
+    from cudal2.config import Config
+    from cudal2.harness.evaluate import Evaluator
+    from cudal2.problem import Problem
+
+    def verified(self, r, worker, req):
+        r.ok = True
+    again = []
+    monkeypatch.setattr(Evaluator, "judge_request", verified)
+    monkeypatch.setattr(Evaluator, "_implausible", lambda self, r, p: True)
+    monkeypatch.setattr(Evaluator, "_rejudge", lambda self, r, req: again.append(req.binary))
+    e = manifest.read(small_lib)[0]
+    Evaluator(Config()).judge_cubin(small_lib / e.binary, e.id, e.spec, (small_lib / e.source).read_text(),
+                                    Problem(e.M, e.N, e.K), time_it=True)
+    assert again == [str(small_lib / e.binary)]

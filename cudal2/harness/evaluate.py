@@ -154,9 +154,7 @@ class Evaluator:
         req = JudgeRequest(b.lib_path, b.kind, b.spec, p.M, p.N, p.K, self.cfg, [(s.M, s.N, s.K) for s in full],
                            [(s.M, s.N, s.K) for s in light], time_it)
         t0 = time.monotonic()
-        self.judge_request(r, self.worker, req)
-        if r.ok and time_it and self._implausible(r, p):
-            self._rejudge(r, req)
+        self._judge_confirmed(r, req, p)
         if profile and r.ok:
             r.profile = self._profile(b.lib_path, p)
         r.elapsed_s = time.monotonic() - t0 + b.seconds
@@ -189,8 +187,16 @@ class Evaluator:
             return r.fail(Stage.BUILD, "; ".join(bad))
         req = JudgeRequest(str(path), "cubin", spec, p.M, p.N, p.K, self.cfg, [(q.M, q.N, q.K) for q in full],
                            [(q.M, q.N, q.K) for q in light], time_it)
-        self.judge_request(r, self.worker, req)
+        self._judge_confirmed(r, req, p)
         return r
+
+    def _judge_confirmed(self, r: EvalResult, req: JudgeRequest, p: Problem) -> None:
+        """`judge_request` on this evaluator's worker; a timed score far above the best known for
+        `p` is judged again in a fresh process (`_rejudge`), for a built source and a cubin alike
+        (a lucky timing of a shipped cubin would otherwise decide what `library bench --update` serves)."""
+        self.judge_request(r, self.worker, req)
+        if r.ok and req.time_it and self._implausible(r, p):
+            self._rejudge(r, req)
 
     def judge_request(self, r: EvalResult, worker: Worker, req: JudgeRequest) -> None:
         """Run the judge job for `req` on `worker` (an already built artifact) and copy its verdict
