@@ -254,8 +254,8 @@ def library_build(root: Optional[Path] = LibOpt, arch: Optional[str] = ArchOpt,
                   config: Optional[Path] = ConfigOpt,
                   dispatcher: bool = typer.Option(True, help="Also compile the C++ dispatcher for this torch "
                                                   "(about a minute; what torch calls run through).")) -> None:
-    """Rebuild the library's shipped binaries (contract v2 cubins) from their sources, and the compiled
-    dispatcher; no GPU needed."""
+    """Rebuild the library's shipped binaries (contract v2 cubins) from their sources, keeping an intact
+    shipped one where this toolkit builds another, and the compiled dispatcher; no GPU needed."""
     from cudal2.library import LibraryError
     where = existing_folder(root, arch)
     try:
@@ -289,7 +289,7 @@ def library_build(root: Optional[Path] = LibOpt, arch: Optional[str] = ArchOpt,
 
 @library_app.command("verify")
 def library_verify(root: Optional[Path] = LibOpt, arch: Optional[str] = ArchOpt, config: Optional[Path] = ConfigOpt) -> None:
-    """Re-run the harness's checks on every entry, on this GPU (no timing)."""
+    """Re-run the harness's checks on every entry's shipped cubin, on this GPU (no timing)."""
     lib = open_library(root, arch)
     cfg = load_config(config)
     gpu = need_gpu()
