@@ -23,7 +23,6 @@ from rich.progress import track
 from cudal2.config import Config
 from cudal2.harness.evaluate import Evaluator
 from cudal2.library.runtime import Library
-from cudal2.problem import Problem
 from cudal2.report import bench_table
 from cudal2.result import EvalResult
 
@@ -34,9 +33,8 @@ def _judge_all(lib: Library, cfg: Config, gpu: str, console: Console, time_it: b
     out = []
     try:
         for e in track(lib.entries, description="verify" if not time_it else "bench", console=console):
-            p = Problem(e.M if e.M is not None else e.m_range[1], e.N, e.K)
-            r = ev.judge_cubin(lib.folder / e.binary, e.id, e.spec, (lib.folder / e.source).read_text(), p, time_it,
-                               claim=e.claim())
+            r = ev.judge_cubin(lib.folder / e.binary, e.id, e.spec, (lib.folder / e.source).read_text(), e.problem(),
+                               time_it, claim=e.claim())
             out.append((e.id, r))
             if on_result:
                 on_result(r)

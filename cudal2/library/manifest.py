@@ -58,6 +58,12 @@ class Entry:
             return False
         return M == self.M if self.m_range is None else self.m_range[0] <= M <= self.m_range[1]
 
+    def problem(self):
+        """The shape the entry is judged and timed at, as a `problem.Problem`: its own, or the top of
+        its M-range."""
+        from cudal2.problem import Problem
+        return Problem(self.M if self.m_range is None else self.m_range[1], self.N, self.K)
+
     def claim(self):
         """What dispatch serves this entry at, as a `problem.ShapeClaim`: the shapes a judge of its
         binary must verify (its source's own claim may be narrower, or absent)."""

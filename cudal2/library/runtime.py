@@ -163,8 +163,7 @@ class Library:
             self._disable(e, str(err))
             return None
         try:
-            cand.resolved(M, N, K)
-            cand.workspace_bytes(M, N, K)
+            cand.resolved(M, N, K)   # the workspace too; cached once it resolves (this is a call's path)
         except (SpecError, LoadError) as err:
             if e.m_range is None:   # its one shape: the entry cannot run at all
                 self._disable(e, str(err))

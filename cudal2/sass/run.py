@@ -74,9 +74,7 @@ def _judge(path: Path, e: Entry, source: str, cfg, worker, gpu: str):
     """The build's rules, the judge's verification stages and timing on a cubin, as the search
     judges a candidate."""
     from cudal2.harness.evaluate import Evaluator
-    from cudal2.problem import Problem
-    p = Problem(e.M if e.M is not None else e.m_range[1], e.N, e.K)
-    return Evaluator(cfg, worker=worker, gpu_name=gpu).judge_cubin(path, Path(path).stem, e.spec, source, p,
+    return Evaluator(cfg, worker=worker, gpu_name=gpu).judge_cubin(path, Path(path).stem, e.spec, source, e.problem(),
                                                                    claim=e.claim())
 
 

@@ -73,9 +73,8 @@ class BitwiseReport:
 def verify_shapes(entry, source: str) -> list[tuple[int, int, int]]:
     """Every shape the judge verifies `entry` (a `library.Entry`) at, full and light alike."""
     from cudal2.harness.launch import LaunchSpec
-    from cudal2.problem import Problem, parse_claim
-    M = entry.M if entry.M is not None else entry.m_range[1]
-    p = Problem(M, entry.N, entry.K)
+    from cudal2.problem import parse_claim
+    p = entry.problem()
     full, light = parse_claim(source).verification_shapes(p, LaunchSpec.from_dict(entry.spec).m_tiles)
     return [(s.M, s.N, s.K) for s in full + light]
 
