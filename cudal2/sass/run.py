@@ -115,7 +115,7 @@ def play(e: Entry, folder: Path, cfg, gpu: str, agent: str = "greedy", budget_s:
                           else "no schedule measured faster")
             return out
         t0 = time.monotonic()
-        bw = verify.bitwise(data, new, e.spec, verify.verify_shapes(e, source), trials=16, worker=worker)
+        bw = verify.bitwise(data, new, e.spec, verify.verify_shapes(e), trials=16, worker=worker)
         out.gpu_s += time.monotonic() - t0
         if not bw.ok:
             out.status, out.detail = "bitwise mismatch", bw.reason

@@ -18,8 +18,9 @@ Guarantees:
   fails to write shows), alternating which one runs first, and compares every output bit (the
   fp16 words, NaN payloads included). The candidate also runs twice on the first set (it must
   agree with itself). Reordering never changes arithmetic, so any difference is a bug;
-- `verify_shapes(entry, source)` is every shape the judge would verify the entry at: its own
-  shape, and for an M-range entry both ends and one M per residue class of its tiles (the tails);
+- `verify_shapes(entry)` is every shape the judge verifies the entry at (`Entry.claim`, what the
+  library serves it at, as `Evaluator.judge_cubin` takes it): its own shape, and for an M-range
+  entry both ends and one M per residue class of its tiles (the tails);
 - `paired_job` / `PairedMeasure`: before timing, one bitwise check on one input set (a
   mismatch raises `game.Rejected`, as does a fault or a hang); then each kernel's calls over
   as many input sets as fill 2x the L2 (at most `max_sets`; the smallest shapes then run from a
@@ -70,12 +71,12 @@ class BitwiseReport:
     seconds: float = 0.0
 
 
-def verify_shapes(entry, source: str) -> list[tuple[int, int, int]]:
-    """Every shape the judge verifies `entry` (a `library.Entry`) at, full and light alike."""
+def verify_shapes(entry) -> list[tuple[int, int, int]]:
+    """Every shape the judge verifies `entry` (a `library.Entry`) at, full and light alike: its
+    served coverage, not its source's claim, which may be narrower (review 45's finding for the
+    judge; the bitwise check of a reorder read the source's claim until it was mended here)."""
     from cudal2.harness.launch import LaunchSpec
-    from cudal2.problem import parse_claim
-    p = entry.problem()
-    full, light = parse_claim(source).verification_shapes(p, LaunchSpec.from_dict(entry.spec).m_tiles)
+    full, light = entry.claim().verification_shapes(entry.problem(), LaunchSpec.from_dict(entry.spec).m_tiles)
     return [(s.M, s.N, s.K) for s in full + light]
 
 
