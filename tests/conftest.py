@@ -1,6 +1,7 @@
 """Shared fixtures. GPU tests are marked `gpu` and skip unless a GPU answers NVML."""
 
 import json
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -10,6 +11,8 @@ from cudal2.config import Config
 from cudal2.harness.device import gpu_present
 
 KERNELS = Path(__file__).parent / "kernels"
+BAD = KERNELS / "bad"
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
 
 
 def pytest_collection_modifyitems(config, items):

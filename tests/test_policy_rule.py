@@ -1,15 +1,13 @@
 """A cache_hint access's policy word is its memory descriptor: only createpolicy (not .cvt) or
 CuTe's three named words may make it (`cubin._policy_uses`)."""
 
-import shutil
-
 import pytest
 
 from cudal2.config import BuildConfig
 from cudal2.harness.build import build
 from cudal2.harness.cubin import statement_violations
 
-from .conftest import KERNELS
+from .conftest import KERNELS, needs_nvcc
 
 HEAD = ".entry k(.param .u64 k_param_0)\n{\n.reg .b64 %rd<9>;\n.reg .b32 %r<9>;\n.reg .pred %p<3>;\n"
 LOAD = "ld.global.L2::cache_hint.b32 %r1, [%rd1], %rd5;\n"
@@ -115,9 +113,6 @@ def test_every_cache_hint_access_is_checked(access):
     good = "createpolicy.fractional.L2::evict_last.b64 %rd6, 1.0;\n"
     assert rule(good + access + "\n") == []
     assert rule("mov.u64 %rd6, 42;\n" + access + "\n"), access
-
-
-needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
 
 
 @needs_nvcc

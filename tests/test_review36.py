@@ -11,9 +11,7 @@ from cudal2.harness import driver, launch, loader, module
 from cudal2.harness.launch import SpecError
 from cudal2.problem import Problem, ProblemError, parse_claim
 
-from .conftest import KERNELS
-
-BAD = KERNELS / "bad"
+from .conftest import BAD
 
 
 def test_a_launch_block_nested_past_the_recursion_limit_is_a_spec_error():

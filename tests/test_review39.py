@@ -7,9 +7,8 @@ from cudal2.harness.launch import parse
 from cudal2.problem import Problem, ProblemError, ShapeClaim, parse_claim
 from cudal2.result import Stage
 
-from .conftest import KERNELS
+from .conftest import BAD, KERNELS
 
-BAD = KERNELS / "bad"
 P = Problem(257, 136, 1032)
 
 

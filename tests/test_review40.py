@@ -11,9 +11,8 @@ from cudal2.harness import constbank
 from cudal2.harness.build import build
 from cudal2.sass import disasm, tools
 
-from .conftest import KERNELS
+from .conftest import BAD, KERNELS
 
-BAD = KERNELS / "bad"
 # The regexes the linear scanners replaced, kept here as the oracles they must agree with.
 _FENCE = re.compile(r"```([\w+-]*)[^\n]*\n(.*?)```", re.S)
 _LAUNCH_BLOCK = re.compile(r"/\*\s*cudal2-launch\b(.*?)\*/", re.S)

@@ -8,9 +8,8 @@ import pytest
 from cudal2.harness.launch import parse
 from cudal2.problem import M_MODULUS, Problem, parse_claim
 
-from .conftest import KERNELS
+from .conftest import BAD, KERNELS
 
-BAD = KERNELS / "bad"
 P = Problem(257, 136, 1032)
 
 

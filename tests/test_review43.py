@@ -1,13 +1,10 @@
 """Review 43: candidate input that crashed the general stage's reward path (see each test)."""
 
-import shutil
-
 import pytest
 
 from cudal2.harness import build
 
-
-needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+from .conftest import needs_nvcc
 
 
 def _relu_with(line: str) -> str:

@@ -1,15 +1,11 @@
 """Review 45: what a candidate reached past the rules (see each section)."""
 
-import shutil
-
 import pytest
 
 from cudal2.harness import policy
 
-from .conftest import KERNELS
+from .conftest import BAD, KERNELS, needs_nvcc
 
-BAD = KERNELS / "bad"
-needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
 NAIVE = (KERNELS / "good" / "naive_v2.cu").read_text()
 
 
