@@ -74,7 +74,7 @@ def main(out: Path, runs: dict[str, Path], top: int, library: Path, rounds: int,
             data = (library / e.binary).read_bytes()
             source = (library / e.source).read_text()
             new = replay(data, p["kernel"], p["orders"])
-            bw = verify.bitwise(data, new, e.spec, verify.verify_shapes(e, source), trials=16, worker=worker)
+            bw = verify.bitwise(data, new, e.spec, verify.verify_shapes(e), trials=16, worker=worker)
             row = {**{k: p[k] for k in ("id", "agent", "kernel", "displaced", "search_gain")},
                    "bitwise": bw.ok, "bitwise_reason": bw.reason, "bitwise_shapes": bw.shapes}
             if bw.ok:
