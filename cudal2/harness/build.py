@@ -28,6 +28,11 @@ Guarantees:
   MAX_FILE_MB (a few macro lines expand to a preprocessed file of gigabytes, and cicc took ~30
   bytes of memory per byte of it: one candidate could take the machine's memory, trainer and
   all, within the timeout; review 44);
+- a v2 build's PTX is read into this process, and scanned by the PTX rules (Python, outside the
+  compiler's timeout), only when it is at most MAX_PTX_MB: inline asm of comment lines unrolled made
+  528 MB of PTX from 20 lines of source in seconds, then 49 s and 1.6 GB of the caller's process
+  (the trainer's, in the reward service; a thread per core) before the kernel built and passed
+  (review 46);
 - the ptxas resource report (registers, shared memory, barriers, stack, spills per entry
   function) and the compiler's output are artifacts of the result, cached with the library.
 
@@ -216,6 +221,7 @@ def _first_error(log: str) -> str:
 
 MAX_FILE_MB = 2048   # largest file a v2 build's compiler may write (an honest one writes a few MB)
 MAX_LOG_MB = 8       # most compiler output a build keeps (an honest one prints a few kB; past it: killed)
+MAX_PTX_MB = 32      # largest PTX a v2 build reads and scans (an honest one is under 1 MB; review 46)
 BUILD_EPOCH = 0      # the date every build's __DATE__, __TIME__ and __TIMESTAMP__ read (1 Jan 1970)
 
 
@@ -348,6 +354,9 @@ def _compile_v2(work: Path, cfg: BuildConfig, folder: Path, spec: launch.LaunchS
     if rc is None or rc != 0:
         return rc, log, _failed(rc, log, cfg)
     ptx = work / "kernel.ptx"
+    if (size := ptx.stat().st_size) > MAX_PTX_MB << 20:   # read into this process and scanned by the PTX rules
+        return rc, log, BuildResult(False, "", "build", log=_trim(log),
+                                    reason=f"ptx: {size >> 20} MiB of PTX, more than the {MAX_PTX_MB} MiB a build reads")
     text = cubin.canonical_ptx(ptx.read_text())
     if bad := cubin.ptx_violations(text):
         return rc, log, BuildResult(False, "", "build", reason="ptx: " + "; ".join(bad), log=_trim(log))
