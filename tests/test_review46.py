@@ -47,3 +47,73 @@ def test_an_honest_kernels_ptx_is_far_under_the_limit(cfg):
     for name in ("naive_v2.cu", "tma_v2.cu"):
         res = build.build((KERNELS / "good" / name).read_text(), cfg.build)
         assert res.ok, res.reason
+
+
+# --- a library folder's manifest: the flags a rebuild passes to nvcc ------------------------------
+# nvcc runs its stages through a shell: a flag `-DZ=$(cmd)` runs cmd. `cudal2 library build` passed
+# every entry's recorded `build.flags` to nvcc, so a library folder from elsewhere (its manifest
+# is data) ran any command on the machine that rebuilt it.
+
+@pytest.fixture
+def lib_with_flags(tmp_path):
+    """A one-entry library (good/naive_v2.cu, no binary yet) whose entry records `flags`."""
+    from cudal2.library import manifest
+
+    def make(flags, archs=("sm_90a",)):
+        folder = tmp_path / "lib"
+        folder.mkdir(exist_ok=True)
+        (folder / "e.cu").write_text(NAIVE)
+        e = manifest.Entry(id="e", M=128, N=128, K=128, family="custom", params={}, provenance={"kind": "llm"},
+                           source="e.cu", source_sha256=manifest.sha256_text(NAIVE), device_sha256="0" * 64,
+                           build={"flags": list(flags), "archs": list(archs)}, measured={}, gpu={}, date="",
+                           binary="e.cubin", spec={"kernels": []})
+        manifest.write(folder, [e])
+        return folder
+    return make
+
+
+@needs_nvcc
+@pytest.mark.timeout(300)
+def test_a_manifest_flag_does_not_run_a_command_at_rebuild(lib_with_flags, tmp_path):
+    from cudal2.config import BuildConfig
+    from cudal2.library.rebuild import rebuild
+    pwned = tmp_path / "pwned"
+    folder = lib_with_flags(["-O3", f"-DZ=$(touch {pwned})"])
+    report = rebuild(folder, BuildConfig(cache_dir=str(tmp_path / "cache")), None)
+    assert not pwned.exists()
+    assert report["failed"] and "recorded flag" in report["failed"][0] and report["shipped"] == []
+
+
+@pytest.mark.parametrize("flags", [["-Xcompiler=-DY=1 `id`"], ["-ccbin=/tmp/x"], ["--compiler-bindir", "/tmp"],
+                                   ["-Xcompiler", "-wrapper,sh"], ["--pre-include", "/etc/passwd"], ["-I/"],
+                                   ["--options-file", "/tmp/o"], "-O3", [3]])
+def test_recorded_flags_outside_the_safe_forms_are_refused(lib_with_flags, flags):
+    from cudal2.config import BuildConfig
+    from cudal2.library import manifest
+    from cudal2.library.rebuild import recorded_build
+    (e,) = manifest.read(lib_with_flags(["-O3"]), check_binaries=False)
+    e.build["flags"] = flags
+    with pytest.raises(ValueError):
+        recorded_build(e, BuildConfig())
+
+
+@pytest.mark.parametrize("archs", [["sm_90a$(id)"], ["compute_90"], [], "sm_90a"])
+def test_recorded_archs_other_than_sm_are_refused(lib_with_flags, archs):
+    from cudal2.config import BuildConfig
+    from cudal2.library import manifest
+    from cudal2.library.rebuild import recorded_build
+    (e,) = manifest.read(lib_with_flags(["-O3"]), check_binaries=False)
+    e.build["archs"] = archs
+    with pytest.raises(ValueError):
+        recorded_build(e, BuildConfig())
+
+
+def test_the_flags_the_search_records_and_the_users_own_pass():
+    from cudal2.config import BuildConfig
+    from cudal2.library import manifest
+    from cudal2.library.rebuild import recorded_build
+    for e in manifest.read(KERNELS.parent.parent / "kernels_out" / "sm90", check_binaries=False):
+        assert recorded_build(e, BuildConfig()).flags == e.build["flags"]
+    (e,) = [next(iter(manifest.read(KERNELS.parent.parent / "kernels_out" / "sm90", check_binaries=False)))]
+    e.build["flags"] = ["-Xptxas=-O3", "-DTILE=128", "--use_fast_math"]
+    assert recorded_build(e, BuildConfig(flags=["-Xptxas=-O3"])).flags == e.build["flags"]   # the user's own

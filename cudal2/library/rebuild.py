@@ -1,6 +1,9 @@
 """`cudal2 library build`: rebuild a library folder's shipped binaries from its sources.
 
-Guarantees: every entry's source is built with the flags and archs the entry records; a contract
+Guarantees: every entry's source is built with the flags and archs the entry records, when they are
+ones a manifest may ask for (`recorded_build`: nvcc runs its stages through a shell, so a recorded
+`-DZ=$(cmd)` ran cmd, and -ccbin or -Xcompiler name any program; review 46), else it is not built
+and is reported as failed, unchanged; a contract
 v2 entry gets its cubin written beside the manifest, with its launch spec, and the manifest is
 rewritten atomically. An entry whose rebuilt device hash differs from the recorded one (another
 toolkit or host compiler) keeps its shipped binary when that is intact (report "kept": it is what
@@ -19,6 +22,7 @@ Does not: verify or time anything (no GPU needed), or touch sources.
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 
 from cudal2.config import BuildConfig
@@ -26,23 +30,56 @@ from cudal2.harness.build import build_all
 from cudal2.library import manifest
 
 
+# What a manifest may ask nvcc for. nvcc runs its stages through a shell, so a recorded flag
+# reaches a shell's command line: `-DZ=$(cmd)` ran cmd (review 46); and -ccbin, -Xcompiler and the
+# like hand the host compiler whatever they name. A recorded flag is one of these forms, or one of
+# this machine's own configured flags (the user's, trusted); an arch is sm_ and digits.
+_SAFE_FLAG = re.compile(r"-O[0-3]|-std=c\+\+(11|14|17|20|23)|-lineinfo|--generate-line-info|--expt-relaxed-constexpr"
+                        r"|--expt-extended-lambda|--extended-lambda|-?-use_fast_math|--(ftz|prec-div|prec-sqrt|fmad)=(true|false)"
+                        r"|-?-maxrregcount=\d{1,3}|-D[A-Za-z_]\w{0,63}(=[A-Za-z0-9_.+-]{0,64})?")
+_SAFE_ARCH = re.compile(r"sm_\d{2,3}a?")
+
+
+def recorded_build(e: manifest.Entry, cfg: BuildConfig) -> BuildConfig:
+    """`cfg` with the flags and archs `e` records (this config's where it records none); ValueError
+    naming the first one a manifest may not pass to the compiler."""
+    flags, archs = e.build.get("flags", cfg.flags), e.build.get("archs", cfg.archs)
+    if not (isinstance(flags, list) and all(isinstance(f, str) for f in flags)):
+        raise ValueError(f"recorded flags {flags!r} are not a list of strings")
+    if not (isinstance(archs, list) and archs and all(isinstance(a, str) for a in archs)):
+        raise ValueError(f"recorded archs {archs!r} are not a list of strings")
+    for f in flags:
+        if f not in cfg.flags and not _SAFE_FLAG.fullmatch(f):
+            raise ValueError(f"recorded flag {f[:80]!r} is not one a library rebuild passes to nvcc")
+    for a in archs:
+        if not _SAFE_ARCH.fullmatch(a):
+            raise ValueError(f"recorded arch {a[:80]!r} is not an sm_ architecture")
+    return dataclasses.replace(cfg, flags=list(flags), archs=list(archs))
+
+
 def rebuild(folder: Path, cfg: BuildConfig, console) -> dict[str, list[str]]:
     entries = manifest.read(folder, check_binaries=False)
-    cfgs = [dataclasses.replace(cfg, flags=list(e.build.get("flags", cfg.flags)), archs=list(e.build.get("archs", cfg.archs)))
-            for e in entries]
+    report: dict[str, list[str]] = {"shipped": [], "changed": [], "kept": [], "failed": []}
+    cfgs: dict[int, BuildConfig] = {}
+    for i, e in enumerate(entries):
+        try:
+            cfgs[i] = recorded_build(e, cfg)
+        except ValueError as err:   # never built: the entry stays as it is
+            report["failed"].append(f"{e.id}: {err}")
     # One parallel build per distinct flag set.
     groups: dict[tuple, list[int]] = {}
-    for i, c in enumerate(cfgs):
+    for i, c in cfgs.items():
         groups.setdefault((tuple(c.flags), tuple(c.archs)), []).append(i)
     results = {}
     for todo in groups.values():
         built = build_all([(folder / entries[i].source).read_text() for i in todo], cfgs[todo[0]], console)
         results.update(zip(todo, built))
-    report: dict[str, list[str]] = {"shipped": [], "changed": [], "kept": [], "failed": []}
     out = []
     for i, e in enumerate(entries):
-        r = results[i]
-        if not r.ok:
+        r = results.get(i)
+        if r is None:
+            pass   # refused above: its recorded build
+        elif not r.ok:
             report["failed"].append(f"{e.id}: {r.reason}")
         elif r.kind != "cubin":
             report["failed"].append(f"{e.id}: built as {r.kind}, not a contract v2 cubin")
