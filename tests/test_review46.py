@@ -117,3 +117,25 @@ def test_the_flags_the_search_records_and_the_users_own_pass():
     (e,) = [next(iter(manifest.read(KERNELS.parent.parent / "kernels_out" / "sm90", check_binaries=False)))]
     e.build["flags"] = ["-Xptxas=-O3", "-DTILE=128", "--use_fast_math"]
     assert recorded_build(e, BuildConfig(flags=["-Xptxas=-O3"])).flags == e.build["flags"]   # the user's own
+
+
+# --- the build's own limits are rules: a verdict cached before one was added is not reused ------
+
+def test_the_build_modules_own_limits_are_in_the_cache_key():
+    from pathlib import Path
+    assert Path(build.__file__) in build.rule_files()
+
+
+def test_a_cached_verdict_is_not_reused_after_the_build_module_changes(cfg, monkeypatch, tmp_path):
+    from pathlib import Path
+    before = build.build_key(NAIVE, cfg.build)
+    edited = tmp_path / "build.py"
+    edited.write_text(Path(build.__file__).read_text() + "\nMAX_PTX_MB = 1\n")
+    real = build.rule_files
+    monkeypatch.setattr(build, "rule_files", lambda: [edited if f == Path(build.__file__) else f for f in real()])
+    build.rules_version.cache_clear()
+    try:
+        assert build.build_key(NAIVE, cfg.build) != before
+    finally:
+        monkeypatch.undo()
+        build.rules_version.cache_clear()

@@ -142,14 +142,23 @@ def v2_commands(cfg: BuildConfig, src: str) -> tuple[list[str], list[str]]:
     return nvcc + ["-o", "kernel.ptx", src], ptxas
 
 
+def rule_files() -> list[Path]:
+    """The modules whose rules decide what a build accepts, this one included: its own limits
+    (MAX_PTX_MB, MAX_LOG_MB, MAX_FILE_MB) refuse builds too, and a passing verdict cached before a
+    limit was added (the PTX bomb's, review 46) was reused under it."""
+    from cudal2.sass import cubin as sass_cubin, disasm, tools
+    return [Path(m.__file__) for m in (policy, launch, cubin, constbank, paramflow, sassdesc, sass_cubin, disasm,
+                                       tools)] + [Path(__file__)]
+
+
 @functools.cache
 def rules_version() -> str:
-    """A hash of the modules whose rules decide what a build accepts: a cached verdict is reused
-    only under the rules that reached it (a rule added later must see old sources again)."""
-    from cudal2.sass import cubin as sass_cubin, disasm, tools
+    """A hash of `rule_files`: a cached verdict is reused only under the rules that reached it (a rule
+    added later must see old sources again)."""
+    from cudal2.sass import tools
     h = hashlib.sha256()
-    for mod in (policy, launch, cubin, constbank, paramflow, sassdesc, sass_cubin, disasm, tools):
-        h.update(Path(mod.__file__).read_bytes())
+    for f in rule_files():
+        h.update(f.read_bytes())
     try:   # the disassembler reads the machine code the rule judges
         h.update(tools.version("nvdisasm").encode())
     except (tools.ToolMissing, tools.ToolFailed):
