@@ -139,3 +139,42 @@ def test_a_cached_verdict_is_not_reused_after_the_build_module_changes(cfg, monk
     finally:
         monkeypatch.undo()
         build.rules_version.cache_clear()
+
+
+# --- an M-range's interior: the light check runs the Gaussian trial too ------------------------
+# The light check (exact stage, cancelling trial) was all an M-range's interior M values got, and
+# the cancelling trial can be told by looking (A positive): bad/zz46_mrange_interior_fp16_partials
+# was honest at the range's ends and the judged M and there, and used fp16 partial sums elsewhere.
+
+def test_a_light_shape_gets_the_gaussian_and_the_cancelling_trial():
+    from cudal2.harness.judge import TIMED_DIST, trial_dists
+    assert trial_dists(True, 3) == ["normal", "cancel"] and TIMED_DIST in trial_dists(True, 3)
+
+
+def test_a_full_shape_still_gets_every_trial():
+    from cudal2.harness.judge import trial_dists
+    assert trial_dists(False, 3) == ["normal", "uniform", "cancel"]
+    assert trial_dists(False, 5) == ["normal", "uniform", "cancel", "normal", "normal"]
+
+
+def test_the_interior_kernel_claims_a_range_around_the_gpu_suites_shape():
+    from cudal2.harness.launch import parse
+    from cudal2.problem import Problem, parse_claim
+    src = (BAD / "zz46_mrange_interior_fp16_partials.cu").read_text()
+    full, light = parse_claim(src).verification_shapes(Problem(257, 136, 1032), parse(src).m_tiles)
+    assert sorted(s.M for s in full) == [1, 257, 512] and len(light) >= 100   # its honest M are the full ones
+
+
+@pytest.mark.gpu
+@pytest.mark.timeout(900)
+def test_the_interior_kernel_fails_the_gaussian_trial_at_a_light_shape(fast_cfg):
+    from cudal2.harness.evaluate import Candidate, Evaluator
+    from cudal2.problem import Problem
+    src = (BAD / "zz46_mrange_interior_fp16_partials.cu").read_text()
+    ev = Evaluator(fast_cfg)
+    try:
+        (r,) = ev.evaluate([Candidate("zz46", src)], Problem(257, 136, 1032), reuse=False)
+    finally:
+        ev.close()
+    assert not r.ok and r.stage.value == "gaussian", (r.stage, r.reason)
+    assert "dist=normal" in r.reason

@@ -25,6 +25,6 @@ class JudgeRequest:
     K: int
     cfg: Config
     verify_shapes: list[tuple[int, int, int]] = field(default_factory=list)
-    light_shapes: list[tuple[int, int, int]] = field(default_factory=list)  # exact + cancelling trial only
+    light_shapes: list[tuple[int, int, int]] = field(default_factory=list)  # exact, Gaussian and cancelling trials only
     time_it: bool = True
     rejudge: bool = False        # a second opinion: fresh process, positive-mean timing inputs
