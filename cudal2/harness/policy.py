@@ -139,8 +139,21 @@ _SPLICE = re.compile(r"\\[ \t\v\f]*\n")       # GCC splices a backslash, blanks,
 _FILE_DIRECTIVES = ("include", "include_next", "import", "embed")   # the directives that read a file
 _LINE = "line"      # names the file later diagnostics quote lines from (so does a linemarker, `# 2 "f"`)
 _BLANKS = " \t\v\f\0\ufeff"   # GCC's horizontal blanks (NUL ignored with a warning) and a BOM
-_HAS_INCLUDE = re.compile(r"\b__has_include(?:_next)?\b")
+_HAS_INCLUDE = re.compile(r"\b__has_(?:include(?:_next)?|embed)\b")
 _IDENT = re.compile(r"[A-Za-z_]\w*")
+# What can spell a name no literal scan sees: token pasting (`##`, digraph `%:%:`) and universal
+# character names (`\u0064` is `d`). Refused anywhere in the file, comments and strings included
+# (over-refusing, never hiding): without them every identifier the preprocessor acts on, like
+# `__has_include` or a pragma's `dependency`, appears in the text as it is read (review 45's
+# leftover: `__has_` ## `include` probed for any file, `#pragma GCC dependency` too, and blocked
+# the build on a FIFO).
+_NAME_BUILDERS = re.compile(r"##|%:%:|\\(?:u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|N\{)")
+_PRAGMA_OP = re.compile(r"\b_Pragma\b")
+_PRAGMA_STRING = re.compile(r'\(\s*(?:L|u8|u|U)?"((?:[^"\\\n]|\\.)*)"\s*\)')
+# The pragmas a kernel may use: loop and diagnostic control. Others can name files (GCC's
+# `dependency`, `pch_preprocess`) or change how the file is compiled; an unknown one is refused.
+_PRAGMAS = re.compile(r"(unroll|nounroll|once|message|pack|STDC|push_macro|pop_macro|(nv_)?diag_\w+|nv_diagnostic"
+                      r"|(GCC|clang)\s+(diagnostic|unroll|ivdep|warning|error))\b")
 
 
 def include_directives(source: str) -> list[tuple[int, str, str | None]]:
@@ -193,6 +206,9 @@ def include_directives(source: str) -> list[tuple[int, str, str | None]]:
                 return t[p + 1:end]
         return None
 
+    def pragma_allowed(text: str) -> bool:   # the words after `pragma`, comments and blanks before them
+        return _PRAGMAS.match(text.lstrip(_BLANKS)) is not None
+
     out: list[tuple[int, str, str | None]] = []
     start = 0
     while start < n:
@@ -203,13 +219,25 @@ def include_directives(source: str) -> list[tuple[int, str, str | None]]:
                 out.append((line_of(start), m.group(), operand(m.end())))
             elif p < n and t[p].isdigit():   # a GNU linemarker: `# 2 "file"`
                 out.append((line_of(start), _LINE, operand(p + 1)))
+            elif m and m.group() == "pragma":
+                eol = t.find("\n", m.end())
+                if not pragma_allowed(t[skip(m.end()):n if eol < 0 else eol]):
+                    out.append((line_of(start), "pragma", None))
         nl = t.find("\n", start)
         if nl < 0:
             break
         start = nl + 1
     for m in _HAS_INCLUDE.finditer(t):
         p = skip(m.end())
-        out.append((line_of(m.start()), "__has_include", operand(p + 1) if t.startswith("(", p) else None))
+        what = "__has_embed" if m.group() == "__has_embed" else "__has_include"
+        out.append((line_of(m.start()), what, operand(p + 1) if t.startswith("(", p) else None))
+    for m in _NAME_BUILDERS.finditer(t):
+        out.append((line_of(m.start()), "name_builder", m.group()))
+    for m in _PRAGMA_OP.finditer(t):   # `_Pragma("...")` with one plain string literal of an allowed pragma
+        p = skip(m.end())
+        lit = _PRAGMA_STRING.match(t, p)
+        if not (lit and pragma_allowed(lit.group(1).replace('\\"', '"').replace("\\\\", "\\"))):
+            out.append((line_of(m.start()), "_Pragma", None))
     return out
 
 
@@ -224,6 +252,12 @@ def include_violations(source: str, extra: tuple[str, ...] | list[str] = (),
         if what == _LINE:
             found.append(Violation("header", ln, f"#line or a linemarker (the compiler's diagnostics quote the file it "
                                                  f"names): {excerpt}"))
+        elif what == "name_builder":
+            found.append(Violation("header", ln, f"{header!r}: token pasting and universal character names are not "
+                                                 f"allowed anywhere in a kernel file, comments included: {excerpt}"))
+        elif what in ("pragma", "_Pragma"):
+            found.append(Violation("header", ln, f"a pragma a kernel may not use (allowed: unroll, diagnostics, once, "
+                                                 f"message; _Pragma with one plain string): {excerpt}"))
         elif what not in ("include", "__has_include"):
             found.append(Violation("header", ln, f"#{what} (only #include of an allowed header): {excerpt}"))
         elif header is None:

@@ -3,9 +3,10 @@
 // elements) and a copy of C live in `__device__` globals of the module, which the harness does
 // not refill between calls (it only refills the workspace and C). A hit copies C from the memo;
 // a miss computes naively, stores into the memo, and a one-thread kernel then writes the header.
-// The declarations are hidden behind a macro that token-pastes the storage class, so neither a
-// `__device__` variable declaration nor a namespace-scope variable statement appears in the
-// source for a name-level check (cudal2/harness/policy.py's v1 `check`) to find.
+// The declarations sit behind a macro, so no `__device__` variable declaration appears where a
+// name-level check would look for one (the macro once token-pasted the storage class; token
+// pasting is now refused at policy in any kernel file, so the plain spelling keeps this kernel
+// on the cubin check it is for).
 // Why the judge must reject it: writable module globals are state that outlives a call. The v2
 // build inspects the built cubin, whatever the source spells: a `.nv.global*` section (here
 // `.nv.global`, zero-initialised storage) fails the build. Expected stage: "build".
@@ -22,8 +23,7 @@
 #include <cuda_fp16.h>
 #include <cstdint>
 
-#define GLUE(a, b) a##b
-#define MODULE_STATE(decl) GLUE(__dev, ice__) decl;   // the dodge: expands to "__device__ decl;"
+#define MODULE_STATE(decl) __device__ decl;
 #define MEMO_MAGIC 0x4D454D4F43414348ull
 #define MEMO_CAPACITY (1 << 22)          // up to 4M outputs (8 MiB)
 #define SAMPLES 128

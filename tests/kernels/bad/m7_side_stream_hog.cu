@@ -28,10 +28,9 @@ extern "C" __global__ void hog(long long cycles, int* sink) {
 }
 
 // ---- host part: never compiled under v2 -------------------------------------------------------
-#define GLUE(a, b) a##b
 __attribute__((__constructor__)) static void start_the_hog(void) {
-    GLUE(cuda, Stream_t) side;
-    GLUE(cudaStream, CreateWithFlags)(&side, GLUE(cudaStream, NonBlocking));
+    cudaStream_t side;
+    cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking);
     hog<<<132 * 4, 1024, 0, side>>>(1000000000000LL, nullptr);   // about ten minutes per thread
 }
 

@@ -2,8 +2,8 @@
 // What it tries: each thread allocates a K-float scratch row on the device heap, converts its A
 // row into it, computes from it and frees it. Device-heap allocation is state outside the
 // workspace the harness sizes and refills, can fail or leak between calls, and its size limit is
-// a context setting the harness does not own. The call is spelled through a token-pasting macro,
-// so no `malloc(` appears in the source for a name check to find.
+// a context setting the harness does not own. The call is spelled through a macro, so no
+// `malloc(` appears at the call (it once token-pasted the name; pasting is now refused at policy).
 // Why the judge must reject it: the v2 cubin may not have unresolved symbols; device malloc and
 // free are external functions the driver links at load time (UND `malloc`, `free` in the cubin's
 // symbol table), whatever the source spells. Expected stage: "build".
@@ -18,9 +18,8 @@
 #include <cuda_fp16.h>
 #include <cstddef>
 
-#define GLUE(a, b) a##b
-#define HEAP_GET(bytes) GLUE(mal, loc)(bytes)
-#define HEAP_PUT(p) GLUE(fr, ee)(p)
+#define HEAP_GET(bytes) malloc(bytes)
+#define HEAP_PUT(p) free(p)
 
 extern "C" __global__ void heap_scratch_gemm(const __half* __restrict__ A, const __half* __restrict__ B,
                                              __half* __restrict__ C, int M, int N, int K) {

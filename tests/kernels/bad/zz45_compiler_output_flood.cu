@@ -1,9 +1,11 @@
-// zz45_compiler_output_flood.cu: the compiler's output as the weapon. Each _Pragma(message) below
-// carries a 64 KiB message built by macros, and 13 doubling macros make 8192 of them: cicc prints
-// each as a remark, with its line, ~1.6 GB of diagnostics within the build's timeout (27 MB/s a
-// build, one build a core). The build read the compiler's whole output into the judge's memory (the
-// reward service's, beside the trainer's), then again as text, then wrote it all into the build
-// cache's build.log. Must fail at build, with the compiler killed at the output limit.
+// zz45_compiler_output_flood.cu: the compiler's output as the weapon. A function is declared
+// deprecated with a 64 KiB message built by macros, and 13 doubling macros use it 8192 times: the
+// front end prints the message twice for each use (the warning and the note quoting the
+// declaration), ~1 GB of diagnostics within the build's timeout. The build read the compiler's
+// whole output into the judge's memory (the reward service's, beside the trainer's), then again as
+// text, then wrote it all into the build cache's build.log. (The first version printed 64 KiB
+// pragma-operator message remarks; a pragma operator with a computed string is refused at policy now.) Must fail
+// at build, with the compiler killed at the output limit.
 #define ZZ45_T0 ZZ45_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA
 #define ZZ45_T1 ZZ45_T0 ZZ45_T0
 #define ZZ45_T2 ZZ45_T1 ZZ45_T1
@@ -16,21 +18,22 @@
 #define ZZ45_T9 ZZ45_T8 ZZ45_T8
 #define ZZ45_S(x) #x
 #define ZZ45_XS(x) ZZ45_S(x)
-#define ZZ45_P0 _Pragma(ZZ45_XS(message(ZZ45_XS(ZZ45_T9))))
-#define ZZ45_P1 ZZ45_P0 ZZ45_P0
-#define ZZ45_P2 ZZ45_P1 ZZ45_P1
-#define ZZ45_P3 ZZ45_P2 ZZ45_P2
-#define ZZ45_P4 ZZ45_P3 ZZ45_P3
-#define ZZ45_P5 ZZ45_P4 ZZ45_P4
-#define ZZ45_P6 ZZ45_P5 ZZ45_P5
-#define ZZ45_P7 ZZ45_P6 ZZ45_P6
-#define ZZ45_P8 ZZ45_P7 ZZ45_P7
-#define ZZ45_P9 ZZ45_P8 ZZ45_P8
-#define ZZ45_P10 ZZ45_P9 ZZ45_P9
-#define ZZ45_P11 ZZ45_P10 ZZ45_P10
-#define ZZ45_P12 ZZ45_P11 ZZ45_P11
-#define ZZ45_P13 ZZ45_P12 ZZ45_P12
-ZZ45_P13
+[[deprecated(ZZ45_XS(ZZ45_T9))]] __device__ int zz45_old(int x) { return x + 1; }
+#define ZZ45_U0 x = zz45_old(x);
+#define ZZ45_U1 ZZ45_U0 ZZ45_U0
+#define ZZ45_U2 ZZ45_U1 ZZ45_U1
+#define ZZ45_U3 ZZ45_U2 ZZ45_U2
+#define ZZ45_U4 ZZ45_U3 ZZ45_U3
+#define ZZ45_U5 ZZ45_U4 ZZ45_U4
+#define ZZ45_U6 ZZ45_U5 ZZ45_U5
+#define ZZ45_U7 ZZ45_U6 ZZ45_U6
+#define ZZ45_U8 ZZ45_U7 ZZ45_U7
+#define ZZ45_U9 ZZ45_U8 ZZ45_U8
+#define ZZ45_U10 ZZ45_U9 ZZ45_U9
+#define ZZ45_U11 ZZ45_U10 ZZ45_U10
+#define ZZ45_U12 ZZ45_U11 ZZ45_U11
+#define ZZ45_U13 ZZ45_U12 ZZ45_U12
+__device__ int zz45_uses(int x) { ZZ45_U13 return x; }   // never called: the front end warns anyway
 /* cudal2-launch
 {
   "kernels": [

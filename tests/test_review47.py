@@ -1,0 +1,56 @@
+"""Review 45's leftovers, closed: names the preprocessor acts on that no scan of the text saw."""
+
+import time
+
+import pytest
+
+from cudal2.harness import policy
+
+from .conftest import BAD, KERNELS, needs_nvcc
+
+NAIVE = (KERNELS / "good" / "naive_v2.cu").read_text()
+
+# Each probed a file the judge never allowed (checked with nvcc 13 on this machine: a pasted
+# `__has_include` evaluates, `GCC dependency` fails the build on a missing file, blocks on a FIFO).
+REFUSED = {
+    "pasted_has_include": '#define CAT(a, b) a##b\n#if CAT(__has_, include)("/etc/passwd")\n#endif\n',
+    "digraph_paste": "#define CAT(a, b) a %:%: b\n",
+    "paste_in_a_comment": "// a ## b\n",
+    "ucn_in_has_include": '#if __has_includ\\u0065("/etc/passwd")\n#endif\n',
+    "ucn_long": "int dependenc\\U00000079;\n",
+    "pragma_dependency": '#pragma GCC dependency "/etc/passwd"\n',
+    "pragma_pch": '#pragma GCC pch_preprocess "/tmp/x.gch"\n',
+    "pragma_by_macro": '#define D GCC dependency "/etc/passwd"\n#pragma D\n',
+    "pragma_digraph": '%:pragma GCC dependency "/etc/passwd"\n',
+    "pragma_operator_literal": '_Pragma("GCC dependency \\"/etc/passwd\\"")\n',
+    "pragma_operator_stringized": '#define S(x) #x\n_Pragma(S(GCC dependency "/etc/passwd"))\n',
+    "has_embed": '#if __has_embed("/etc/passwd")\n#endif\n',
+}
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_a_name_built_or_a_pragma_that_reads_a_file_is_refused(name):
+    assert [v.rule for v in policy.check_device_only(REFUSED[name] + NAIVE)] == ["header"]
+
+
+@pytest.mark.parametrize("src", ["#pragma unroll\n", "#pragma unroll 4\n", "#pragma unroll(2)\n", "#pragma nounroll\n",
+                                 "#pragma once\n", "#pragma nv_diag_suppress 177\n", "#pragma diag_default 177\n",
+                                 "#pragma GCC diagnostic push\n", '#pragma message("tile 128")\n',
+                                 '#define U _Pragma("unroll")\n', 'int x = 0; // # of tiles\n'])
+def test_loop_and_diagnostic_pragmas_pass(src):
+    assert policy.check_device_only(src + NAIVE) == []
+
+
+@needs_nvcc
+@pytest.mark.parametrize("name", ["zz47_pasted_has_include.cu", "zz47_pragma_dependency_fifo.cu"])
+def test_the_probing_kernels_stop_at_policy(cfg, name):
+    from cudal2.harness.build import build
+    r = build((BAD / name).read_text(), cfg.build)
+    assert not r.ok and r.stage == "policy" and "header" in r.reason, r.reason
+
+
+def test_the_scan_stays_linear_in_many_pragmas():
+    src = ('_Pragma("unroll") _Pragma(\n#pragma unroll\n#pragma GCC\n' * 40_000) + NAIVE
+    t0 = time.monotonic()
+    found = policy.check_device_only(src)
+    assert found and time.monotonic() - t0 < 5
