@@ -18,6 +18,11 @@ mark, skipped at the file's start, counts as one too), and `#line` and its GNU l
 (`# 2 "file"`) are refused: GCC's diagnostics quote the source line at their location from the
 file the location names, so `#line 2 "/etc/passwd"` and a `#warning` printed that file's second
 line into the build log (review 45).
+Names the preprocessor acts on are spelled in the text: token pasting (`##`, `%:%:`) and universal
+character names are refused anywhere in the file (a pasted `__has_include` probed for any file), a
+`#pragma` must be loop or diagnostic control (`GCC dependency` opened any file: an existence oracle,
+and a FIFO blocked the build), and `_Pragma` must hold one plain string of those (review 45's
+leftovers).
 
 Does not: prove a kernel honest. It is a name-level filter that catches the plain forms of the
 reward-hacking catalogue cheaply; obfuscated forms (a launch on a literal 0 stream, state
