@@ -5,10 +5,10 @@
 // stage ({-1, 0, 1} inputs: 16-term partial sums are small integers, exact in fp16) and the
 // cancelling trial, which can be recognised by looking (every A value positive: bad/zz30's peek).
 // So this kernel is honest at M = 1, 257 (the judged shape, the GPU suite's) and 512 and wherever
-// its A row is positive, and elsewhere
-// rounds every 16-term partial sum to fp16 (bad/m8_fp16_partials_16): by the judge's code no check
-// it faced could see that (not yet run on a GPU: eval/review46_light_probe.py before|after), and the library serves an M-range entry at every M of its range, where
-// real inputs got the fp16 partials. Closed: the light check runs the Gaussian trial too
+// its A row is positive, and elsewhere rounds every 16-term partial sum to fp16
+// (bad/m8_fp16_partials_16): no check it faced could see that (on the H100 it passed the old light
+// check: eval/review46_light_probe.py before), and the library serves an M-range entry at every M
+// of its range, where real inputs got the fp16 partials. Closed: the light check runs the Gaussian trial too
 // (judge.LIGHT_DISTS), at which 16-term fp16 partials exceed the bound. Expected stage: "gaussian".
 /* cudal2-launch
 {
