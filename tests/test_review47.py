@@ -54,3 +54,45 @@ def test_the_scan_stays_linear_in_many_pragmas():
     t0 = time.monotonic()
     found = policy.check_device_only(src)
     assert found and time.monotonic() - t0 < 5
+
+
+# --- a tool's output is bounded --------------------------------------------------------------------
+# nvdisasm prints a callee's name on every call: an 86 KB cubin listed to 214 MB, read whole into the
+# judging process (bad/zz47_disasm_long_name_flood).
+
+def test_bounded_run_kills_a_command_printing_past_the_limit():
+    from cudal2 import bounded_run
+    t0 = time.monotonic()
+    r = bounded_run.run(["sh", "-c", "yes 0123456789abcdef; echo never"], timeout=60, max_bytes=1 << 20)
+    assert r.over and r.rc not in (0, None) and len(r.out) <= 1 << 20 and b"never" not in r.out
+    assert time.monotonic() - t0 < 30
+
+
+def test_bounded_run_counts_stderr_too_and_keeps_it_apart():
+    from cudal2 import bounded_run
+    r = bounded_run.run(["sh", "-c", "echo out; echo err >&2; yes e >&2"], timeout=60, max_bytes=1 << 20)
+    assert r.over and r.out == b"out\n" and r.err.startswith(b"err\n")
+
+
+def test_bounded_run_reports_a_timeout_and_a_quiet_success():
+    from cudal2 import bounded_run
+    assert bounded_run.run(["sleep", "30"], timeout=0.5, max_bytes=1 << 20).rc is None
+    r = bounded_run.run(["sh", "-c", "echo hi; exit 3"], timeout=10, max_bytes=1 << 20)
+    assert (r.rc, r.out, r.over) == (3, b"hi\n", False)
+
+
+def test_a_tool_printing_past_its_limit_fails(monkeypatch):
+    from cudal2.sass import tools
+    monkeypatch.setattr(tools, "require", lambda name: "/bin/sh")
+    monkeypatch.setattr(tools, "MAX_OUTPUT_MB", 1)
+    with pytest.raises(tools.ToolFailed, match="printed more than 1 MiB"):
+        tools.run("nvdisasm", ["-c", "yes listing"])
+    assert tools.run("nvdisasm", ["-c", "printf 'a\\r\\nb\\n'"]) == "a\nb\n"   # as text mode read it
+
+
+@needs_nvcc
+@pytest.mark.timeout(600)
+def test_the_long_name_kernel_fails_at_build_on_the_listing_limit(cfg):
+    from cudal2.harness.build import build
+    r = build((BAD / "zz47_disasm_long_name_flood.cu").read_text(), cfg.build)
+    assert not r.ok and r.stage == "build" and "printed more than" in r.reason, r.reason

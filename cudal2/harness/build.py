@@ -50,13 +50,13 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
+from cudal2 import bounded_run
 from cudal2.config import BuildConfig
 from cudal2.harness import constbank, cubin, launch, paramflow, policy, sassdesc
 from cudal2.sass import tools
@@ -148,7 +148,7 @@ def rule_files() -> list[Path]:
     limit was added (the PTX bomb's, review 46) was reused under it."""
     from cudal2.sass import cubin as sass_cubin, disasm, tools
     return [Path(m.__file__) for m in (policy, launch, cubin, constbank, paramflow, sassdesc, sass_cubin, disasm,
-                                       tools)] + [Path(__file__)]
+                                       tools, bounded_run)] + [Path(__file__)]
 
 
 @functools.cache
@@ -258,44 +258,11 @@ def _run_killable(cmd: list[str], cwd: str, timeout: float) -> tuple[int | None,
     build.log, of a kernel that then built and passed (review 45)."""
     # nvcc's temporaries go with the build's folder; __DATE__ and __TIME__ are the build's fixed date
     env = {**os.environ, "TMPDIR": os.path.abspath(cwd), "SOURCE_DATE_EPOCH": str(BUILD_EPOCH)}
-    proc = subprocess.Popen(cmd, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True, env=env)
-    chunks: list[bytes] = []
-    over = threading.Event()
-
-    def pump() -> None:   # the output, up to the limit; past it the group is killed and the rest dropped
-        size, fd = 0, proc.stdout.fileno()
-        while chunk := os.read(fd, 1 << 16):
-            if not over.is_set():
-                size += len(chunk)
-                if size > MAX_LOG_MB << 20:
-                    over.set()
-                    _kill(proc)
-                else:
-                    chunks.append(chunk)
-
-    reader = threading.Thread(target=pump, daemon=True)
-    reader.start()
-    try:
-        rc: int | None = proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill(proc)
-        proc.wait()
-        rc = None
-    reader.join(timeout=10)   # the group is gone: the pipe's last writer with it
-    if not reader.is_alive():   # (else a writer outside the group holds it: the reader keeps its fd)
-        proc.stdout.close()
-    out = b"".join(chunks).decode(errors="replace")
-    if over.is_set():
+    r = bounded_run.run(cmd, timeout=timeout, max_bytes=MAX_LOG_MB << 20, cwd=cwd, env=env, merge_stderr=True)
+    out = r.out.decode(errors="replace")
+    if r.over:
         return -signal.SIGKILL, f"error: the compiler wrote more than {MAX_LOG_MB} MiB of output (killed)\n{out}"
-    return rc, out
-
-
-def _kill(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+    return r.rc, out
 
 
 def build(source: str, cfg: BuildConfig) -> BuildResult:

@@ -7,7 +7,8 @@ Guarantees:
 - `run(name, args)` runs the tool with a timeout and returns its stdout; a missing tool raises
   `ToolMissing`, a failing one `ToolFailed` with the tool's own message, and one past its timeout
   `ToolTimeout` (a `ToolFailed`: the rules that read a tool's output refuse what it could not list;
-  review 40: `subprocess.TimeoutExpired` came out of the build and stopped the reward service).
+  review 40: `subprocess.TimeoutExpired` came out of the build and stopped the reward service);
+  one printing more than MAX_OUTPUT_MB is killed and fails (`bounded_run`; review 47).
 
 Does not: check the version. 13.2 is what `pyproject.toml` pins and what this package was
 written against (`-lrm narrow`, `-bbcfg -poff`); `version(name)` says what was found.
@@ -19,7 +20,8 @@ import functools
 import glob
 import os
 import shutil
-import subprocess
+
+from cudal2 import bounded_run
 
 
 class ToolMissing(RuntimeError):
@@ -63,15 +65,18 @@ def require(name: str) -> str:
     return path
 
 
+MAX_OUTPUT_MB = 64   # most a tool may print (nvdisasm's listing of MAX_WORDS words is a few MB)
+
+
 def run(name: str, args: list[str], timeout: float = 60.0) -> str:
-    try:
-        proc = subprocess.run([require(name), *args], capture_output=True, text=True, errors="replace",
-                              timeout=timeout)   # a tool may echo bytes that are not UTF-8 (review 43)
-    except subprocess.TimeoutExpired:   # (subprocess.run has killed it)
-        raise ToolTimeout(f"{name} {' '.join(args)} {TIMED_OUT} {timeout:.0f} s") from None
-    if proc.returncode != 0:
-        raise ToolFailed(f"{name} {' '.join(args)} failed ({proc.returncode}): {proc.stderr.strip()[:2000]}")
-    return proc.stdout
+    r = bounded_run.run([require(name), *args], timeout=timeout, max_bytes=MAX_OUTPUT_MB << 20)
+    if r.rc is None:
+        raise ToolTimeout(f"{name} {' '.join(args)} {TIMED_OUT} {timeout:.0f} s")
+    if r.over:   # nvdisasm prints a callee's name on every call: a long name called often (review 47)
+        raise ToolFailed(f"{name} {' '.join(args)} printed more than {MAX_OUTPUT_MB} MiB (killed)")
+    if r.rc != 0:   # a tool may echo bytes that are not UTF-8 (review 43)
+        raise ToolFailed(f"{name} {' '.join(args)} failed ({r.rc}): {r.err.decode(errors='replace').strip()[:2000]}")
+    return r.out.decode(errors="replace").replace("\r\n", "\n").replace("\r", "\n")
 
 
 @functools.cache
