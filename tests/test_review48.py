@@ -93,3 +93,29 @@ def test_the_lexer_stays_linear():
     t0 = time.monotonic()
     assert policy.check_device_only(src) == []
     assert time.monotonic() - t0 < 10
+
+
+# --- the include scan's comment cache -----------------------------------------------------------
+
+STALE = '#if __has_include/**/("/etc/hostname")\n#endif\n#if 0\n/* */("cuda_fp16.h")\n#endif\n'
+
+
+def test_a_comment_before_a_has_include_operand_is_skipped_to_its_own_end():
+    """The `*/` cached by the directive pass (near the file's end) made the has-include pass read
+    the operand after it, an allowed header, for the one gcc evaluated."""
+    found = policy.check_device_only(NAIVE + STALE)
+    assert [v.rule for v in found] == ["header"] and "/etc/hostname" in found[0].excerpt, found
+
+
+@needs_nvcc
+def test_the_oracle_kernel_stops_at_policy(cfg):
+    from cudal2.harness.build import build
+    r = build((BAD / "zz48_has_include_stale_comment.cu").read_text(), cfg.build)
+    assert not r.ok and r.stage == "policy" and "/etc/hostname" in r.reason, r.reason
+
+
+def test_comments_before_operands_still_scan_in_linear_time():
+    src = "".join(f'#if __has_include/**/(<cuda_fp16.h>)\n#endif\n/* x */ int zz48_{i};\n' for i in range(40_000))
+    t0 = time.monotonic()
+    assert policy.check_device_only(src + NAIVE) == []
+    assert time.monotonic() - t0 < 10

@@ -189,18 +189,21 @@ def include_directives(source: str) -> list[tuple[int, str, str | None]]:
         k = bisect.bisect_right(cuts, p)
         return bisect.bisect_right(newlines, p + (removed[k - 1] if k else 0) - 1) + 1
 
-    close: list[int | None] = [None]   # the first `*/` at or after the last search's start (-1: none)
+    close = [n + 1, -1]   # [where the last search for `*/` began, the first `*/` from there (-1: none)]
 
     def skip(p: int) -> int:           # blanks and block comments (which may span lines)
         while p < n:
             if t[p] in _BLANKS:
                 p += 1
             elif t.startswith("/*", p):
-                if close[0] is None or 0 <= close[0] < p + 2:
-                    close[0] = t.find("*/", p + 2)
-                if close[0] < 0:
+                # the cached `*/` answers only a search from at or after where it began, and before
+                # it: the scans below restart from the file's start, and a `*/` cached at its end
+                # made `__has_include/**/("/etc/passwd")` read a later `("cuda_fp16.h")` (review 48)
+                if not (close[0] <= p + 2 and (close[1] < 0 or close[1] >= p + 2)):
+                    close[:] = [p + 2, t.find("*/", p + 2)]
+                if close[1] < 0:
                     return n
-                p = close[0] + 2
+                p = close[1] + 2
             else:
                 break
         return p
