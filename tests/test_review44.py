@@ -40,7 +40,7 @@ SPELLINGS = {
 @pytest.mark.parametrize("name", sorted(SPELLINGS))
 def test_every_spelling_of_a_file_read_is_a_header_violation(name):
     found = policy.check_device_only(SPELLINGS[name] + NAIVE)
-    assert [v.rule for v in found] == ["header"], found
+    assert found and {v.rule for v in found} == {"header"}, found   # (the raw string is refused itself too; review 48)
 
 
 @pytest.mark.parametrize("name", ["digraph", "computed", "dotdot", "raw_string", "lone_cr"])

@@ -22,7 +22,9 @@ Names the preprocessor acts on are spelled in the text: token pasting (`##`, `%:
 character names are refused anywhere in the file (a pasted `__has_include` probed for any file), a
 `#pragma` must be loop or diagnostic control (`GCC dependency` opened any file: an existence oracle,
 and a FIFO blocked the build), and `_Pragma` must hold one plain string of those (review 45's
-leftovers).
+leftovers). A `#` or `%:` outside comments and literals must begin a directive or stringize a
+function-like macro's parameter (`_stray_hashes`): cicc preprocesses gcc's output again, and a `#`
+that gcc passed on as text was a directive to it (review 48).
 
 Does not: prove a kernel honest. It is a name-level filter that catches the plain forms of the
 reward-hacking catalogue cheaply; obfuscated forms (a launch on a literal 0 stream, state
@@ -132,10 +134,16 @@ def strip_comments_and_strings(source: str) -> str:
     return "".join(out)
 
 
+_HEADER_NAME = re.compile(r"[A-Za-z0-9_.+/-]+")   # no quote, comment, backslash or blank: read alike as a
+# header name and as ordinary tokens (`<cute/*>` passed `cute/*`, and a lexer takes `/*` for a comment)
+
+
 def header_allowed(header: str, extra: tuple[str, ...] | list[str] = (), allowed: tuple[str, ...] = ALLOWED_HEADERS) -> bool:
     """True for a header on the allow-list (or `extra`) that stays inside the include folders: a
-    pattern's `*` matches `/` too, so `cuda/std/../../../../etc/passwd` matched `cuda/std/*`."""
-    if not header or header.startswith(("/", "~")) or "\\" in header or ".." in header.split("/"):
+    pattern's `*` matches `/` too, so `cuda/std/../../../../etc/passwd` matched `cuda/std/*`. The
+    name holds only letters, digits and `_.+-/`, with no empty part."""
+    if not header or header.startswith(("/", "~")) or not _HEADER_NAME.fullmatch(header) or \
+            {"..", ""} & set(header.split("/")):
         return False
     return any(fnmatch.fnmatchcase(header, pat) for pat in (*allowed, *extra))
 
@@ -186,18 +194,21 @@ def include_directives(source: str) -> list[tuple[int, str, str | None]]:
         k = bisect.bisect_right(cuts, p)
         return bisect.bisect_right(newlines, p + (removed[k - 1] if k else 0) - 1) + 1
 
-    close: list[int | None] = [None]   # the first `*/` at or after the last search's start (-1: none)
+    close = [n + 1, -1]   # [where the last search for `*/` began, the first `*/` from there (-1: none)]
 
     def skip(p: int) -> int:           # blanks and block comments (which may span lines)
         while p < n:
             if t[p] in _BLANKS:
                 p += 1
             elif t.startswith("/*", p):
-                if close[0] is None or 0 <= close[0] < p + 2:
-                    close[0] = t.find("*/", p + 2)
-                if close[0] < 0:
+                # the cached `*/` answers only a search from at or after where it began, and before
+                # it: the scans below restart from the file's start, and a `*/` cached at its end
+                # made `__has_include/**/("/etc/passwd")` read a later `("cuda_fp16.h")` (review 48)
+                if not (close[0] <= p + 2 and (close[1] < 0 or close[1] >= p + 2)):
+                    close[:] = [p + 2, t.find("*/", p + 2)]
+                if close[1] < 0:
                     return n
-                p = close[0] + 2
+                p = close[1] + 2
             else:
                 break
         return p
@@ -238,11 +249,91 @@ def include_directives(source: str) -> list[tuple[int, str, str | None]]:
         out.append((line_of(m.start()), what, operand(p + 1) if t.startswith("(", p) else None))
     for m in _NAME_BUILDERS.finditer(t):
         out.append((line_of(m.start()), "name_builder", m.group()))
+    out += _stray_hashes(t, skip, line_of)
     for m in _PRAGMA_OP.finditer(t):   # `_Pragma("...")` with one plain string literal of an allowed pragma
         p = skip(m.end())
         lit = _PRAGMA_STRING.match(t, p)
         if not (lit and pragma_allowed(lit.group(1).replace('\\"', '"').replace("\\\\", "\\"))):
             out.append((line_of(m.start()), "_Pragma", None))
+    return out
+
+
+_ID_START = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_$")   # gcc takes `$` in names
+_ID_CHARS = _ID_START | frozenset("0123456789")
+_RAW_PREFIXES = frozenset({"R", "LR", "uR", "UR", "u8R"})
+
+
+def _stray_hashes(t: str, skip, line_of) -> list[tuple[int, str, str | None]]:
+    """Every `#` or `%:` token that is neither a directive's introducer (the first token of a line)
+    nor a function-like macro's stringizing operator (`#` then a parameter), as `stray_hash`, read as
+    gcc reads the spliced text `t` (comments, string and character literals, digit separators).
+
+    nvcc preprocesses with gcc and hands gcc's output to cicc, whose EDG front end preprocesses it
+    again: a `#` that gcc passes on as text (from a macro, `#define H # include "/etc/hostname"`, or
+    after an empty one or a comment) and that lands first on an output line is a directive to cicc,
+    which then read any file into the build log or the kernel (review 48). To read the text as gcc
+    does, a raw string literal (`raw_string`; gcc undoes splices inside one, so its end moves) and a
+    character outside ASCII in code (`non_ascii`; which of them gcc takes into a name or a number
+    decides where a digit separator or a literal starts) are refused, both where this lexer meets
+    them in code; a UTF-8 byte order mark is allowed as the file's first character."""
+    out: list[tuple[int, str, str | None]] = []
+    n, i = len(t), 0
+    line_start, fn_define = True, False   # at a line's first token; in a function-like #define
+    while i < n:
+        c = t[i]
+        if c == "\n":
+            line_start, fn_define = True, False
+            i += 1
+        elif c in " \t\v\f\0" or (c == "\ufeff" and i == 0):
+            i += 1
+        elif t.startswith("//", i):
+            j = t.find("\n", i)
+            i = n if j < 0 else j
+        elif t.startswith("/*", i):   # whitespace, a directive goes on past its end (gcc's phase 3)
+            j = t.find("*/", i + 2)
+            i = n if j < 0 else j + 2
+        elif c == '"' or c == "'":   # to the closing quote; unterminated: to the line's end, as gcc
+            j = i + 1
+            while j < n and t[j] != c and t[j] != "\n":
+                j += 2 if t[j] == "\\" and j + 1 < n and t[j + 1] != "\n" else 1
+            i = j + 1 if j < n and t[j] == c else j
+            line_start = False
+        elif c == "#" or t.startswith("%:", i):
+            k = i + (1 if c == "#" else 2)
+            if t.startswith(("#", "%:"), k):   # a paste, `##` or `%:%:`: refused as a name builder
+                k += 1 if t[k] == "#" else 2
+            elif line_start:   # a directive: note whether it defines a function-like macro
+                m = _IDENT.match(t, skip(k))
+                name = _IDENT.match(t, skip(m.end())) if m and m.group() == "define" else None
+                fn_define = bool(name) and t.startswith("(", name.end())
+            elif not (fn_define and skip(k) < n and t[skip(k)] in _ID_START):
+                out.append((line_of(i), "stray_hash", t[i:k]))
+            line_start = False
+            i = k
+        elif c in "0123456789" or (c == "." and i + 1 < n and t[i + 1] in "0123456789"):
+            j = i + 1   # a pp-number, as libcpp's lex_number: digit separators, exponent signs, `$`
+            while True:
+                while j < n and (t[j] in _ID_CHARS and t[j] != "$" or (t[j] == "." and t[j - 1] != "'")
+                                 or t[j] == "'" or (t[j] in "+-" and t[j - 1] in "eEpP")):
+                    j += 1
+                while t[j - 1] == "'":   # a number does not end with a separator
+                    j -= 1
+                if j < n and t[j] == "$":
+                    j += 1
+                    continue
+                break
+            i, line_start = j, False
+        elif c in _ID_START:
+            j = i + 1
+            while j < n and t[j] in _ID_CHARS:
+                j += 1
+            if t.startswith('"', j) and t[i:j] in _RAW_PREFIXES:
+                out.append((line_of(i), "raw_string", t[i:j + 1]))
+            i, line_start = j, False
+        else:
+            if ord(c) > 127:
+                out.append((line_of(i), "non_ascii", c))
+            i, line_start = i + 1, False
     return out
 
 
@@ -260,6 +351,14 @@ def include_violations(source: str, extra: tuple[str, ...] | list[str] = (),
         elif what == "name_builder":
             found.append(Violation("header", ln, f"{header!r}: token pasting and universal character names are not "
                                                  f"allowed anywhere in a kernel file, comments included: {excerpt}"))
+        elif what == "stray_hash":
+            found.append(Violation("header", ln, f"{header!r} outside a directive's start or a function-like macro's "
+                                                 f"stringizing (cicc preprocesses gcc's output again): {excerpt}"))
+        elif what == "raw_string":
+            found.append(Violation("header", ln, f"a raw string literal ({header}...; use a plain one): {excerpt}"))
+        elif what == "non_ascii":
+            found.append(Violation("header", ln, f"a character outside ASCII in code ({header!r}; comments and "
+                                                 f"literals may hold any): {excerpt}"))
         elif what in ("pragma", "_Pragma"):
             found.append(Violation("header", ln, f"a pragma a kernel may not use (allowed: unroll, diagnostics, once, "
                                                  f"message; _Pragma with one plain string): {excerpt}"))
