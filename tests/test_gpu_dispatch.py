@@ -282,3 +282,63 @@ def test_torch_compile_traces_a_patched_layer_after_eager_calls(lib, monkeypatch
         m(x)   # eager: the layer's short path into the door
         f = torch.compile(lambda a: m(a) * 2, fullgraph=True)
         torch.testing.assert_close(f(x), torch.nn.functional.linear(x, m.weight) * 2, atol=0.1, rtol=0.02)
+
+
+# --- one device per process is served -----------------------------------------------------------
+# A module loads into the context current at its first call, and its functions launch only there:
+# a call on another GPU of the process (a model split over GPUs, device_map="auto") failed its
+# launch, and the entry left the table for every device. Here the entry's module is told it
+# loaded on another device, which is what a call from a second GPU sees.
+
+def test_a_call_on_another_device_than_the_entrys_module_goes_to_the_vendor(lib):   # (built the dispatcher)
+    import cupy as cp
+    import torch
+
+    from cudal2.library import Library
+    other = Library(FOLDER)
+    e = next(e for e in other.served if e.binary and e.m_range is None and not e.spec.get("workspace"))
+    cand = other._candidate(e)
+    assert cand.device == torch.cuda.current_device()
+    cand.device += 7
+    assert other.compiled() is not None
+    x, W = operands(e.M, e.N, e.K)
+    y = other.linear(x, W)
+    torch.testing.assert_close(y, torch.nn.functional.linear(x, W), atol=0.05, rtol=0.02)
+    A, B = cp.asarray(x), cp.asarray(W)
+    C = other.matmul(A, B)   # cupy: the dispatcher's launch_ptrs declines, the Python path says why
+    assert float(cp.abs(C.astype(cp.float32) - cp.asarray(y).astype(cp.float32)).max()) < 0.05
+    st = other.stats()
+    assert st["hits"].get(e.id, 0) == 0 and st["fallbacks"].get("other_device") == 2, st
+    assert e.id not in other.disabled()
+
+
+def test_the_python_path_sends_another_devices_call_to_the_vendor_too():
+    import torch
+
+    from cudal2.library import Library
+    other = Library(FOLDER)
+    other._no_ext = True   # no compiled dispatcher: the dispatch in Python
+    e = next(e for e in other.served if e.binary and e.m_range is None)
+    other._candidate(e).device += 7
+    x, W = operands(e.M, e.N, e.K)
+    torch.testing.assert_close(other.matmul(x, W), x @ W.T, atol=0.05, rtol=0.02)
+    assert other.stats()["fallbacks"] == {"other_device": 1} and e.id not in other.disabled()
+
+
+@pytest.mark.skipif("not __import__('torch').cuda.device_count() > 1", reason="needs two GPUs")
+def test_a_model_split_over_two_gpus_is_served_on_the_first_and_right_on_both(lib):
+    import torch
+
+    from cudal2.library import Library
+    split = Library(FOLDER)   # its own, the first call on cuda:0
+    e = next(e for e in split.served if e.binary and e.m_range is None)
+    results = {}
+    for dev in (0, 1, 0):
+        x = torch.randn(e.M, e.K, device=f"cuda:{dev}", dtype=torch.float16)
+        W = torch.randn(e.N, e.K, device=f"cuda:{dev}", dtype=torch.float16)
+        y = split.linear(x, W)
+        torch.testing.assert_close(y, torch.nn.functional.linear(x, W), atol=0.05, rtol=0.02)
+        results[dev] = y.device
+    st = split.stats()
+    assert st["hits"].get(e.id) == 2 and st["fallbacks"].get("other_device") == 1, st
+    assert results == {0: torch.device("cuda:0"), 1: torch.device("cuda:1")} and not split.disabled()

@@ -51,14 +51,33 @@ def test_a_shape_whose_packed_key_collides_is_not_served_by_another_shapes_kerne
         asked = []
         ext.set_pending([], [], lambda M, N, K: asked.append((M, N, K)) or False, InputError)
         launch = (0, [1, 1, 1], [128, 1, 1], [1, 1, 1], 0, [[0, 0, 0, 0, 0], [1, 0, 0, 0, 0], [2, 0, 0, 0, 0]])
-        ext.add_kernel("served", 64, 128, 128, 0, [launch])
-        rc = [ext.launch_ptrs(M, N, K, 256, 256, 256, 0)
+        ext.add_kernel("served", 64, 128, 128, 0, [launch], 0)
+        rc = [ext.launch_ptrs(M, N, K, 256, 256, 256, 0, 0)
               for M, N, K in ((64, 128, 128), (64 + (1 << 22), 128, 128), (64, 129, 128 + (1 << 21)))]
         print(rc, ext.stats()[0])
     """)
     r = subprocess.run([sys.executable, "-c", prog], env=dispatcher_env, capture_output=True, text=True, cwd=REPO)
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stdout.split("\n")[0] == "[0, 1, 1] {'served': 1}", r.stdout
+
+
+def test_a_kernel_is_launched_only_for_the_device_its_module_loaded_on(dispatcher_env):
+    # (found not closed by review 48, closed after it) the table kept no device: a call on another
+    # GPU of the process launched a function of device 0's context on that GPU's stream; the launch
+    # failed and the entry left the table for every device (a model split over GPUs in one process).
+    prog = textwrap.dedent("""
+        from cudal2.library import dispatch
+        from cudal2.library.arrays import InputError
+        ext = dispatch.load()
+        ext.clear()
+        ext.set_pending([], [], lambda M, N, K: False, InputError)
+        launch = (0, [1, 1, 1], [128, 1, 1], [1, 1, 1], 0, [[0, 0, 0, 0, 0], [1, 0, 0, 0, 0], [2, 0, 0, 0, 0]])
+        ext.add_kernel("served", 64, 128, 128, 0, [launch], 1)
+        print([ext.launch_ptrs(64, 128, 128, 256, 256, 256, 0, dev) for dev in (0, 1, 2)], ext.stats()[0])
+    """)
+    r = subprocess.run([sys.executable, "-c", prog], env=dispatcher_env, capture_output=True, text=True, cwd=REPO)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.split("\n")[0] == "[1, 0, 1] {'served': 1}", r.stdout
 
 
 # --- the manifest: every malformed field is a one-line LibraryError at load --------------------

@@ -10,8 +10,9 @@
 //   encoded per call over this call's pointers;
 // - everything else goes to at::linear, the kernel F.linear runs: no entry for the shape, an
 //   operand not 256-byte aligned, a bias (the vendor fuses it; a separate add could lose), a
-//   tensor that is not a dense fp16 CUDA matrix, or autograd in use; every fallback is counted
-//   by reason, every hit per kernel (`stats`);
+//   tensor that is not a dense fp16 CUDA matrix, autograd in use, or operands on another device
+//   than the kernel's module (it launches only in the context it loaded into); every fallback is
+//   counted by reason, every hit per kernel (`stats`);
 // - a launch that fails removes its kernel from the table (recorded in `stats`) and the call
 //   falls back: a broken kernel costs itself, never the caller;
 // - a shape Python declared served but has not loaded yet (`set_pending`: exact shapes, and the
@@ -65,6 +66,7 @@ struct Kernel {
   std::vector<Launch> launches;
   std::unique_ptr<std::atomic<int64_t>> hits{new std::atomic<int64_t>(0)};
   std::string disabled;  // why it left the table, if it did
+  int64_t device = -1;   // the device whose context its module loaded into: it launches only there
 };
 
 using LaunchEx = CUresult (*)(const CUlaunchConfig*, CUfunction, void**, void**);
@@ -115,8 +117,9 @@ inline ShapeKey shape_key(int64_t M, int64_t N, int64_t K) { return ShapeKey{M, 
 std::mutex g_mu;                                 // registration only; calls read without it
 std::vector<std::unique_ptr<Kernel>> g_kernels;  // never shrinks: indices stay valid
 ShapeMap<Kernel*> g_table;
-enum Fallback { NO_ENTRY = 0, UNALIGNED, BIAS, NOT_DENSE_FP16, AUTOGRAD, FAILED, N_FALLBACKS };
-const char* kFallbackNames[N_FALLBACKS] = {"no_entry", "unaligned", "bias", "not_dense_fp16", "autograd", "failed"};
+enum Fallback { NO_ENTRY = 0, UNALIGNED, BIAS, NOT_DENSE_FP16, AUTOGRAD, FAILED, OTHER_DEVICE, N_FALLBACKS };
+const char* kFallbackNames[N_FALLBACKS] = {"no_entry", "unaligned", "bias", "not_dense_fp16", "autograd", "failed",
+                                           "other_device"};
 std::atomic<int64_t> g_fallbacks[N_FALLBACKS];
 
 // Python's side of lazy loading, and the exception type `front` raises (leaked on purpose: they
@@ -271,6 +274,9 @@ at::Tensor serve(const at::Tensor& x, const at::Tensor& w, const c10::optional<a
   if (kp == nullptr) return vendor(x, w, bias, NO_ENTRY);
   if (reinterpret_cast<uintptr_t>(x.data_ptr()) % 256 || reinterpret_cast<uintptr_t>(w.data_ptr()) % 256)
     return vendor(x, w, bias, UNALIGNED);
+  // Its functions launch only in the context its module loaded into (one device per process is
+  // served); F.linear computes the rest, and says so where x and W are on different devices.
+  if (x.get_device() != kp->device || w.get_device() != kp->device) return vendor(x, w, bias, OTHER_DEVICE);
   Kernel& k = *kp;
   std::vector<int64_t> out_shape(x.sizes().begin(), x.sizes().end());
   out_shape.back() = N;
@@ -289,12 +295,13 @@ at::Tensor serve(const at::Tensor& x, const at::Tensor& w, const c10::optional<a
 // The per-call path for arrays that are not torch tensors (cupy): the caller's framework checked
 // them, allocated C and names the stream; this looks the shape up (loading a pending entry as
 // `serve` does) and enqueues its launches. 0: enqueued; 1: not served here (no entry, an operand
-// not 256-byte aligned, or an entry that needs a workspace, which the caller's Python path
+// not 256-byte aligned, another device, or an entry that needs a workspace, which the caller's Python path
 // allocates and launches); 2: a launch failed (its kernel left the table, as in `serve`). Counts
 // hits only: the caller counts its own fallbacks.
-int launch_ptrs(int64_t M, int64_t N, int64_t K, uint64_t a, uint64_t b, uint64_t c, uint64_t stream) {
+int launch_ptrs(int64_t M, int64_t N, int64_t K, uint64_t a, uint64_t b, uint64_t c, uint64_t stream,
+                int64_t device) {
   Kernel* const k = find_kernel(M, N, K);
-  if (k == nullptr || a % 256 || b % 256 || k->ws_bytes) return 1;
+  if (k == nullptr || a % 256 || b % 256 || k->ws_bytes || k->device != device) return 1;
   return launch(*k, reinterpret_cast<void*>(a), reinterpret_cast<void*>(b), reinterpret_cast<void*>(c), nullptr,
                 M, N, K, reinterpret_cast<CUstream>(stream)) ? 0 : 2;
 }
@@ -303,10 +310,12 @@ int launch_ptrs(int64_t M, int64_t N, int64_t K, uint64_t a, uint64_t b, uint64_
 // smem, [(kind, value, box0, box1, swizzle), ...]), ...].
 void add_kernel(const std::string& id, int64_t M, int64_t N, int64_t K, int64_t ws_bytes,
                 const std::vector<std::tuple<uint64_t, std::vector<int64_t>, std::vector<int64_t>, std::vector<int64_t>,
-                                             int64_t, std::vector<std::vector<int64_t>>>>& launches) {
+                                             int64_t, std::vector<std::vector<int64_t>>>>& launches,
+                int64_t device) {
   auto k = std::make_unique<Kernel>();
   k->id = id;
   k->ws_bytes = ws_bytes;
+  k->device = device;
   for (const auto& [fn, grid, block, cluster, smem, args] : launches) {
     TORCH_CHECK(grid.size() == 3 && block.size() == 3 && cluster.size() == 3, "cudal2: bad launch dims");
     Launch l;

@@ -117,6 +117,15 @@ def primary_context() -> None:
     check(cu.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
 
 
+def current_device() -> int:
+    """The ordinal of the device whose context is current (a module loads into that context, and
+    its functions launch only there)."""
+    cu = lib()
+    dev = ctypes.c_int()
+    check(cu.cuCtxGetDevice(ctypes.byref(dev)), "cuCtxGetDevice")
+    return dev.value
+
+
 def capture_tail(stream: int) -> int:
     """The node that the work last enqueued on `stream` became in the graph being captured from it
     (the capture's one current dependency: a capture of one stream is a chain)."""

@@ -52,6 +52,7 @@ class Module:
         self.spec = spec
         try:
             driver.primary_context()
+            self.device = driver.current_device()   # the one device its functions launch on
         except DriverError as e:
             raise LoadError(str(e)) from None
         cu = driver.lib()

@@ -62,6 +62,10 @@ class _Torch:
     def stream(self, A) -> int:
         return self.t.cuda.current_stream(A.device).cuda_stream
 
+    @staticmethod
+    def device(A) -> int:
+        return A.device.index
+
 
 class _Cupy:
     is_torch = False
@@ -102,6 +106,10 @@ class _Cupy:
 
     def stream(self, A) -> int:
         return self.cp.cuda.get_current_stream().ptr
+
+    @staticmethod
+    def device(A) -> int:
+        return A.device.id
 
 
 _OPS: dict[type, object] = {}   # per array type: one glue object, found once (this is the call path)

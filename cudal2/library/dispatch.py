@@ -124,4 +124,4 @@ def register(ext, entry_id: str, module, M: int, N: int, K: int) -> None:
             else:
                 args.append([KINDS[kind], int(v or 0) if kind in ("int", "ws") else 0, 0, 0, 0])
         launches.append((module.handle(r.name), list(r.grid), list(r.block), list(r.cluster), int(r.smem), args))
-    ext.add_kernel(entry_id, M, N, K, module.workspace_bytes(M, N, K), launches)
+    ext.add_kernel(entry_id, M, N, K, module.workspace_bytes(M, N, K), launches, module.device)

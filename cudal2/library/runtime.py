@@ -21,7 +21,11 @@ Guarantees:
 - a kernel that fails (non-zero status, a build or hash failure) is disabled for the process with
   a warning, and the call falls back to the vendor GEMM; an M-range entry whose launch spec does
   not resolve at one M (a grid, workspace or shared-memory size out of range there) declines that
-  shape only (the next entry or the vendor serves it) and keeps serving the rest of its range.
+  shape only (the next entry or the vendor serves it) and keeps serving the rest of its range;
+- one device per process is served: a module loads into the context current at its first call
+  (the current device's), and a call on any other device goes to the vendor (`other_device`), in
+  the compiled dispatcher as in Python (a launch there failed, and disabled the entry for every
+  device; a model split over GPUs in one process, device_map="auto", made such calls).
 
 Does not: re-verify kernels at load (that is `cudal2 library verify`), or run them in a separate
 process: library entries are winners the harness already judged.
@@ -91,7 +95,8 @@ class Library:
     def stats(self) -> dict[str, dict[str, int]]:
         """Calls so far: per served entry, and per reason the vendor ran instead (no_entry: no entry
         wins at the shape; unaligned: an operand not 256-byte aligned; failed: the entry failed;
-        bias, not_dense_fp16, autograd: calls the compiled dispatcher left to F.linear)."""
+        other_device: the operands are on another device than the entry's module; bias,
+        not_dense_fp16, autograd: calls the compiled dispatcher left to F.linear)."""
         hits, falls = dict(self._hits), dict(self._fallbacks)
         if self._short_vendor[0]:
             falls["no_entry"] = falls.get("no_entry", 0) + self._short_vendor[0]
@@ -244,12 +249,13 @@ class Library:
         ext = self._ext if _Active.library is self else self.compiled()
         if ext is not None:
             C = ops.empty(A, M, N)
-            rc = ext.launch_ptrs(M, N, K, ops.ptr(A), ops.ptr(B), ops.ptr(C), ops.stream(A))
+            rc = ext.launch_ptrs(M, N, K, ops.ptr(A), ops.ptr(B), ops.ptr(C), ops.stream(A), ops.device(A))
             if rc == 0:
                 return C
             if rc == 2:
                 return self._fallback("failed", ops, A, B)
-            # 1: unaligned, a workspace, or an entry that would not load: the Python path says which
+            # 1: unaligned, a workspace, another device, or an entry that would not load: the Python
+            # path says which
         return self._python_call(ops, A, B, M, N, K)
 
     def _python_call(self, ops, A, B, M: int, N: int, K: int):
@@ -262,6 +268,8 @@ class Library:
         cand = self._launchable(e, M, N, K)
         if cand is None:
             return self._python_call(ops, A, B, M, N, K)   # the next entry, else the vendor
+        if cand.device != ops.device(A):   # its functions launch only in the context it loaded into
+            return self._fallback("other_device", ops, A, B)
         C = ops.empty(A, M, N)
         nbytes = cand.workspace_bytes(M, N, K)
         ws = ops.workspace(A, nbytes)
