@@ -96,3 +96,12 @@ def test_the_long_name_kernel_fails_at_build_on_the_listing_limit(cfg):
     from cudal2.harness.build import build
     r = build((BAD / "zz47_disasm_long_name_flood.cu").read_text(), cfg.build)
     assert not r.ok and r.stage == "build" and "printed more than" in r.reason, r.reason
+
+
+def test_many_findings_on_one_long_line_stay_linear():
+    # (review 48, found not closed) each finding stripped its whole line again: 100k `##` on one
+    # 400 KB line took 1.8 s, minutes at 4 MB
+    src = " " + "## " * 400_000 + " \n" + NAIVE
+    t0 = time.monotonic()
+    found = policy.check_device_only(src)
+    assert len(found) >= 400_000 and time.monotonic() - t0 < 10

@@ -343,8 +343,10 @@ def include_violations(source: str, extra: tuple[str, ...] | list[str] = (),
     plain `#include` (or `__has_include`) of an allowed header named literally."""
     lines = source.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     found = []
+    excerpts: dict[int, str] = {}   # one per line: a line of 100,000 findings was stripped 100,000 times
     for ln, what, header in include_directives(source):
-        excerpt = lines[ln - 1].strip()[:120] if ln - 1 < len(lines) else ""
+        if (excerpt := excerpts.get(ln)) is None:
+            excerpt = excerpts[ln] = lines[ln - 1].strip()[:120] if ln - 1 < len(lines) else ""
         if what == _LINE:
             found.append(Violation("header", ln, f"#line or a linemarker (the compiler's diagnostics quote the file it "
                                                  f"names): {excerpt}"))
