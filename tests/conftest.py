@@ -12,6 +12,7 @@ from cudal2.harness.device import gpu_present
 
 KERNELS = Path(__file__).parent / "kernels"
 BAD = KERNELS / "bad"
+NAIVE = (KERNELS / "good" / "naive_v2.cu").read_text()   # an honest v2 kernel, for spellings put before it
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
 
 

@@ -7,9 +7,8 @@ import pytest
 
 from cudal2.harness import policy
 
-from .conftest import BAD, KERNELS, needs_nvcc
+from .conftest import BAD, KERNELS, NAIVE, needs_nvcc
 
-NAIVE = (KERNELS / "good" / "naive_v2.cu").read_text()
 
 
 # --- includes read as the preprocessor reads them ---------------------------------------------

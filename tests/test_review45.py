@@ -4,9 +4,8 @@ import pytest
 
 from cudal2.harness import policy
 
-from .conftest import BAD, KERNELS, needs_nvcc
+from .conftest import BAD, NAIVE, needs_nvcc
 
-NAIVE = (KERNELS / "good" / "naive_v2.cu").read_text()
 
 
 # --- directives that name a file, and GCC's blanks ----------------------------------------------

@@ -9,9 +9,8 @@ import pytest
 
 from cudal2.harness import build
 
-from .conftest import BAD, KERNELS, needs_nvcc
+from .conftest import BAD, KERNELS, NAIVE, needs_nvcc
 
-NAIVE = (KERNELS / "good" / "naive_v2.cu").read_text()
 
 
 # --- PTX the build reads into its caller's process --------------------------------------------

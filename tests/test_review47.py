@@ -1,4 +1,5 @@
-"""Review 45's leftovers, closed: names the preprocessor acts on that no scan of the text saw."""
+"""Review 47: what review 45 left open (names the preprocessor acts on that no scan of the text saw,
+nvdisasm's unbounded listing) and what review 48 found and left (findings on one long line)."""
 
 import time
 
@@ -6,9 +7,8 @@ import pytest
 
 from cudal2.harness import policy
 
-from .conftest import BAD, KERNELS, needs_nvcc
+from .conftest import BAD, NAIVE, needs_nvcc
 
-NAIVE = (KERNELS / "good" / "naive_v2.cu").read_text()
 
 # Each probed a file the judge never allowed (checked with nvcc 13 on this machine: a pasted
 # `__has_include` evaluates, `GCC dependency` fails the build on a missing file, blocks on a FIFO).

@@ -8,9 +8,8 @@ import pytest
 
 from cudal2.harness import policy
 
-from .conftest import BAD, KERNELS, needs_nvcc
+from .conftest import BAD, NAIVE, needs_nvcc
 
-NAIVE = (KERNELS / "good" / "naive_v2.cu").read_text()
 
 # --- a `#` that gcc passes on as text is a directive to cicc -------------------------------------
 # nvcc runs `gcc -E` and hands its output to cicc, whose EDG front end preprocesses it again. Each
