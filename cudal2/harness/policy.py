@@ -24,7 +24,11 @@ character names are refused anywhere in the file (a pasted `__has_include` probe
 and a FIFO blocked the build), and `_Pragma` must hold one plain string of those (review 45's
 leftovers). A `#` or `%:` outside comments and literals must begin a directive or stringize a
 function-like macro's parameter (`_stray_hashes`): cicc preprocesses gcc's output again, and a `#`
-that gcc passed on as text was a directive to it (review 48).
+that gcc passed on as text was a directive to it (review 48). The allowed headers' own macros are
+not a way round: before the file's last `#include`, `#define`/`#undef` name only upper-case macros
+(an allowed header's computed include, `#include CUDA_STD_HEADER(cassert)`, expanded a `#define
+cassert ../../../etc/hostname` and read it), and the CCCL names that pass an argument to `_Pragma` or
+`__has_include` (`_CCCL_PRAGMA`, `_CCCL_HAS_INCLUDE`) are refused (review 49).
 
 Does not: prove a kernel honest. It is a name-level filter that catches the plain forms of the
 reward-hacking catalogue cheaply; obfuscated forms (a launch on a literal 0 stream, state
@@ -162,6 +166,21 @@ _IDENT = re.compile(r"[A-Za-z_]\w*")
 # the build on a FIFO).
 _NAME_BUILDERS = re.compile(r"##|%:%:|\\(?:u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|N\{)")
 _PRAGMA_OP = re.compile(r"\b_Pragma\b")
+# Macros of the allowed headers that pass their argument to `_Pragma` or `__has_include`: used in a
+# kernel file they are a pragma or an existence probe no scan of its text sees (`_CCCL_PRAGMA(GCC
+# dependency "f")`, `#if _CCCL_HAS_INCLUDE("f")`; review 49). The CCCL libraries' names (`_CCCL_*`,
+# `__CCCL*`, `LIBCUDACXX_*`, `CCCL_*`, `CUB_*`, `THRUST_*`: internals, and thrust and cub are not
+# allowed headers) are refused whole; tests/test_review49.py derives the wrappers from the installed
+# headers and checks that each is one of these.
+_HEADER_WRAPPERS = re.compile(r"\b(?:_CCCL_\w*|__CCCL\w*|(?:LIBCUDACXX|CCCL|CUB|THRUST)_\w*)\b")
+# The macros a kernel file may define or undefine before an #include: upper-case names (BM, NDEBUG,
+# CUTLASS_*) and `__CUDA_NO_*__` switches. A name with a lower-case letter, a reserved one, a CCCL
+# library's (THRUST_MR_STD_MR_HEADER is included by name) or CUDA_STD_HEADER could be a token of an
+# allowed header's computed include (`#include CUDA_STD_HEADER(cassert)` expands its argument:
+# `#define cassert ../../../../etc/passwd` read it) or of a `_CCCL_HAS_INCLUDE(<version>)` operand (a
+# probe for any file; review 49). tests/test_review49.py checks that no token of the installed
+# headers' computed includes is one of these.
+_CONFIG_MACRO = re.compile(r"(?!CUDA_STD_HEADER$|(?:LIBCUDACXX|CCCL|CUB|THRUST)_)[A-Z][A-Z0-9_]*|__CUDA_NO_\w+__")
 _PRAGMA_STRING = re.compile(r'\(\s*(?:L|u8|u|U)?"((?:[^"\\\n]|\\.)*)"\s*\)')
 # The pragmas a kernel may use: loop and diagnostic control. Others can name files (GCC's
 # `dependency`, `pch_preprocess`) or change how the file is compiled; an unknown one is refused.
@@ -172,7 +191,9 @@ _PRAGMAS = re.compile(r"(unroll|nounroll|once|message|pack|STDC|push_macro|pop_m
 def include_directives(source: str) -> list[tuple[int, str, str | None]]:
     """(line, directive, header or None when not a literal <...>/"..." operand) of every directive
     that reads a file or names one (`line`, a linemarker reported as `line` too), and every
-    `__has_include` (as directive `__has_include`), in linear time.
+    `__has_include` (as directive `__has_include`), in linear time; also `macro_before_include` (a
+    `#define`/`#undef` of a name `_CONFIG_MACRO` does not allow, before a later file-reading directive)
+    and `header_wrapper` (a CCCL name, `_HEADER_WRAPPERS`), with the name.
     A superset of what the preprocessor reads: a line inside a comment or a raw string that looks
     like a directive is reported too (over-refusing, never hiding)."""
     text = source.replace("\r\n", "\n").replace("\r", "\n")   # GCC ends a line at CR too
@@ -226,6 +247,8 @@ def include_directives(source: str) -> list[tuple[int, str, str | None]]:
         return _PRAGMAS.match(text.lstrip(_BLANKS)) is not None
 
     out: list[tuple[int, str, str | None]] = []
+    macros: list[tuple[int, str]] = []   # (line start, name) of each #define and #undef
+    last_read = -1                       # where the last file-reading directive's line starts
     start = 0
     while start < n:
         p = skip(start)
@@ -233,8 +256,12 @@ def include_directives(source: str) -> list[tuple[int, str, str | None]]:
             p = skip(p + (1 if t[p] == "#" else 2))
             if (m := _IDENT.match(t, p)) and m.group() in (*_FILE_DIRECTIVES, _LINE):
                 out.append((line_of(start), m.group(), operand(m.end())))
+                last_read = start if m.group() in _FILE_DIRECTIVES else last_read
             elif p < n and t[p].isdigit():   # a GNU linemarker: `# 2 "file"`
                 out.append((line_of(start), _LINE, operand(p + 1)))
+            elif m and m.group() in ("define", "undef"):
+                name = _IDENT.match(t, skip(m.end()))
+                macros.append((start, name.group() if name else ""))
             elif m and m.group() == "pragma":
                 eol = t.find("\n", m.end())
                 if not pragma_allowed(t[skip(m.end()):n if eol < 0 else eol]):
@@ -243,6 +270,11 @@ def include_directives(source: str) -> list[tuple[int, str, str | None]]:
         if nl < 0:
             break
         start = nl + 1
+    for pos, name in macros:   # a macro an allowed header read after it could expand in a computed include
+        if pos < last_read and not _CONFIG_MACRO.fullmatch(name):
+            out.append((line_of(pos), "macro_before_include", name))
+    for m in _HEADER_WRAPPERS.finditer(t):
+        out.append((line_of(m.start()), "header_wrapper", m.group()))
     for m in _HAS_INCLUDE.finditer(t):
         p = skip(m.end())
         what = "__has_embed" if m.group() == "__has_embed" else "__has_include"
@@ -356,6 +388,14 @@ def include_violations(source: str, extra: tuple[str, ...] | list[str] = (),
         elif what == "stray_hash":
             found.append(Violation("header", ln, f"{header!r} outside a directive's start or a function-like macro's "
                                                  f"stringizing (cicc preprocesses gcc's output again): {excerpt}"))
+        elif what == "macro_before_include":
+            found.append(Violation("header", ln, f"#define or #undef of {header!r} before an #include (an allowed "
+                                                 f"header's computed include could expand it; put it after the "
+                                                 f"#include lines; upper-case names like BM or NDEBUG may come "
+                                                 f"before): {excerpt}"))
+        elif what == "header_wrapper":
+            found.append(Violation("header", ln, f"{header!r}: a library-internal macro (it passes its argument to "
+                                                 f"_Pragma or __has_include): {excerpt}"))
         elif what == "raw_string":
             found.append(Violation("header", ln, f"a raw string literal ({header}...; use a plain one): {excerpt}"))
         elif what == "non_ascii":
