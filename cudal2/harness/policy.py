@@ -33,7 +33,7 @@ cassert ../../../etc/hostname` and read it), and the CCCL names that pass an arg
 Does not: prove a kernel honest. It is a name-level filter that catches the plain forms of the
 reward-hacking catalogue cheaply; obfuscated forms (a launch on a literal 0 stream, state
 kept in the workspace, an every-other-call flag in the one allowed `static bool`) pass here
-and are caught by the runtime checks in `harness/judge.py`. Keep the compiler from host files
+and are caught by the runtime checks in `harness/judge.py`. Nor does it keep the compiler from host files
 by construction: these rules close that class only as far as they read a file as gcc, cicc and
 the allowed headers do (five reviews found routes they missed); the compiler runs unsandboxed.
 """
