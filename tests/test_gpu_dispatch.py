@@ -342,3 +342,17 @@ def test_a_model_split_over_two_gpus_is_served_on_the_first_and_right_on_both(li
     st = split.stats()
     assert st["hits"].get(e.id) == 2 and st["fallbacks"].get("other_device") == 1, st
     assert results == {0: torch.device("cuda:0"), 1: torch.device("cuda:1")} and not split.disabled()
+
+
+def test_a_negative_bit_view_goes_to_the_vendor_and_stays_right(lib):
+    # (review 48, found not closed) torch's negative bit: the view's memory holds x, its value is -x;
+    # our kernel reads memory, so it must not run on one
+    import torch
+    e = served(lib)
+    x, W = operands(e.M, e.N, e.K)
+    neg = torch._neg_view(x)
+    assert neg.is_neg()
+    before = lib.stats()
+    y = lib.linear(neg, W)
+    torch.testing.assert_close(y, -torch.nn.functional.linear(x, W), atol=0.05, rtol=0.02)
+    assert delta(lib, before, "hits") == {} and delta(lib, before, "fallbacks") == {"not_dense_fp16": 1}

@@ -264,8 +264,8 @@ bool launch(Kernel& k, void* a, void* b, void* c, void* ws, int64_t M, int64_t N
 at::Tensor serve(const at::Tensor& x, const at::Tensor& w, const c10::optional<at::Tensor>& bias) {
   if (bias.has_value() && bias->defined()) return vendor(x, w, bias, BIAS);
   if (x.scalar_type() != at::kHalf || w.scalar_type() != at::kHalf || !x.is_cuda() || !w.is_cuda() ||
-      w.dim() != 2 || x.dim() < 1 || !x.is_contiguous() || !w.is_contiguous())
-    return vendor(x, w, bias, NOT_DENSE_FP16);
+      w.dim() != 2 || x.dim() < 1 || !x.is_contiguous() || !w.is_contiguous() || x.is_neg() || w.is_neg())
+    return vendor(x, w, bias, NOT_DENSE_FP16);   // (a negative-bit view's memory holds -x: at::linear resolves it)
   if (c10::GradMode::is_enabled() && (x.requires_grad() || w.requires_grad())) return vendor(x, w, bias, AUTOGRAD);
   const int64_t K = w.size(1), N = w.size(0);
   if (x.size(-1) != K || K == 0) return vendor(x, w, bias, NOT_DENSE_FP16);

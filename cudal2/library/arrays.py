@@ -45,7 +45,8 @@ class _Torch:
             raise InputError(f"cudal2: A is on {A.device} and B on {B.device}; put them on one GPU")
 
     def eligible(self, A, B) -> bool:
-        return A.data_ptr() % 256 == 0 and B.data_ptr() % 256 == 0
+        # (a negative-bit view's memory holds the un-negated values: the vendor resolves the bit)
+        return A.data_ptr() % 256 == 0 and B.data_ptr() % 256 == 0 and not (A.is_neg() or B.is_neg())
 
     def vendor(self, A, B):
         return A @ B.T

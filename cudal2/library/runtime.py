@@ -94,7 +94,8 @@ class Library:
 
     def stats(self) -> dict[str, dict[str, int]]:
         """Calls so far: per served entry, and per reason the vendor ran instead (no_entry: no entry
-        wins at the shape; unaligned: an operand not 256-byte aligned; failed: the entry failed;
+        wins at the shape; unaligned: an operand not 256-byte aligned (in Python, or a negative-bit
+        view); failed: the entry failed;
         other_device: the operands are on another device than the entry's module; bias,
         not_dense_fp16, autograd: calls the compiled dispatcher left to F.linear)."""
         hits, falls = dict(self._hits), dict(self._fallbacks)
