@@ -11,7 +11,6 @@ from cudal2.harness.artifact import JudgeRequest
 from cudal2.harness.build import build
 from cudal2.harness.launch import LaunchSpec
 from cudal2.problem import Problem, parse_claim
-from cudal2.search.score import score
 
 before = len(sys.argv) > 1 and sys.argv[1] == "before"
 if before:   # the light check as it was: the cancelling trial only

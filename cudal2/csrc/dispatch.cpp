@@ -265,7 +265,7 @@ at::Tensor serve(const at::Tensor& x, const at::Tensor& w, const c10::optional<a
   if (bias.has_value() && bias->defined()) return vendor(x, w, bias, BIAS);
   if (x.scalar_type() != at::kHalf || w.scalar_type() != at::kHalf || !x.is_cuda() || !w.is_cuda() ||
       w.dim() != 2 || x.dim() < 1 || !x.is_contiguous() || !w.is_contiguous() || x.is_neg() || w.is_neg())
-    return vendor(x, w, bias, NOT_DENSE_FP16);   // (a negative-bit view's memory holds -x: at::linear resolves it)
+    return vendor(x, w, bias, NOT_DENSE_FP16);   // (a negative-bit view's memory holds the un-negated values)
   if (c10::GradMode::is_enabled() && (x.requires_grad() || w.requires_grad())) return vendor(x, w, bias, AUTOGRAD);
   const int64_t K = w.size(1), N = w.size(0);
   if (x.size(-1) != K || K == 0) return vendor(x, w, bias, NOT_DENSE_FP16);
@@ -295,9 +295,9 @@ at::Tensor serve(const at::Tensor& x, const at::Tensor& w, const c10::optional<a
 // The per-call path for arrays that are not torch tensors (cupy): the caller's framework checked
 // them, allocated C and names the stream; this looks the shape up (loading a pending entry as
 // `serve` does) and enqueues its launches. 0: enqueued; 1: not served here (no entry, an operand
-// not 256-byte aligned, another device, or an entry that needs a workspace, which the caller's Python path
-// allocates and launches); 2: a launch failed (its kernel left the table, as in `serve`). Counts
-// hits only: the caller counts its own fallbacks.
+// not 256-byte aligned, another device, or an entry that needs a workspace, which the caller's
+// Python path allocates and launches); 2: a launch failed (its kernel left the table, as in
+// `serve`). Counts hits only: the caller counts its own fallbacks.
 int launch_ptrs(int64_t M, int64_t N, int64_t K, uint64_t a, uint64_t b, uint64_t c, uint64_t stream,
                 int64_t device) {
   Kernel* const k = find_kernel(M, N, K);

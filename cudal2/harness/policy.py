@@ -340,7 +340,7 @@ def _stray_hashes(t: str, skip, line_of) -> list[tuple[int, str, str | None]]:
                 m = _IDENT.match(t, skip(k))
                 name = _IDENT.match(t, skip(m.end())) if m and m.group() == "define" else None
                 fn_define = bool(name) and t.startswith("(", name.end())
-            elif not (fn_define and skip(k) < n and t[skip(k)] in _ID_START):
+            elif not (fn_define and (q := skip(k)) < n and t[q] in _ID_START):
                 out.append((line_of(i), "stray_hash", t[i:k]))
             line_start = False
             i = k
@@ -371,6 +371,25 @@ def _stray_hashes(t: str, skip, line_of) -> list[tuple[int, str, str | None]]:
     return out
 
 
+# What each finding of `include_directives` other than an include says (`name`: what it found).
+_FINDINGS = {
+    _LINE: "#line or a linemarker (the compiler's diagnostics quote the file it names): ",
+    "name_builder": "{name!r}: token pasting and universal character names are not allowed anywhere in a kernel "
+                    "file, comments included: ",
+    "stray_hash": "{name!r} outside a directive's start or a function-like macro's stringizing (cicc preprocesses "
+                  "gcc's output again): ",
+    "macro_before_include": "#define or #undef of {name!r} before an #include (an allowed header's computed include "
+                            "could expand it; put it after the #include lines; upper-case names like BM or NDEBUG "
+                            "may come before): ",
+    "header_wrapper": "{name!r}: a library-internal macro (it passes its argument to _Pragma or __has_include): ",
+    "raw_string": "a raw string literal ({name}...; use a plain one): ",
+    "non_ascii": "a character outside ASCII in code ({name!r}; comments and literals may hold any): ",
+    "pragma": "a pragma a kernel may not use (allowed: unroll, diagnostics, once, message; _Pragma with one plain "
+              "string): ",
+}
+_FINDINGS["_Pragma"] = _FINDINGS["pragma"]
+
+
 def include_violations(source: str, extra: tuple[str, ...] | list[str] = (),
                        allowed: tuple[str, ...] = ALLOWED_HEADERS) -> list[Violation]:
     """A `header` violation for every file-reading directive (`include_directives`) that is not a
@@ -381,31 +400,8 @@ def include_violations(source: str, extra: tuple[str, ...] | list[str] = (),
     for ln, what, header in include_directives(source):
         if (excerpt := excerpts.get(ln)) is None:
             excerpt = excerpts[ln] = lines[ln - 1].strip()[:120] if ln - 1 < len(lines) else ""
-        if what == _LINE:
-            found.append(Violation("header", ln, f"#line or a linemarker (the compiler's diagnostics quote the file it "
-                                                 f"names): {excerpt}"))
-        elif what == "name_builder":
-            found.append(Violation("header", ln, f"{header!r}: token pasting and universal character names are not "
-                                                 f"allowed anywhere in a kernel file, comments included: {excerpt}"))
-        elif what == "stray_hash":
-            found.append(Violation("header", ln, f"{header!r} outside a directive's start or a function-like macro's "
-                                                 f"stringizing (cicc preprocesses gcc's output again): {excerpt}"))
-        elif what == "macro_before_include":
-            found.append(Violation("header", ln, f"#define or #undef of {header!r} before an #include (an allowed "
-                                                 f"header's computed include could expand it; put it after the "
-                                                 f"#include lines; upper-case names like BM or NDEBUG may come "
-                                                 f"before): {excerpt}"))
-        elif what == "header_wrapper":
-            found.append(Violation("header", ln, f"{header!r}: a library-internal macro (it passes its argument to "
-                                                 f"_Pragma or __has_include): {excerpt}"))
-        elif what == "raw_string":
-            found.append(Violation("header", ln, f"a raw string literal ({header}...; use a plain one): {excerpt}"))
-        elif what == "non_ascii":
-            found.append(Violation("header", ln, f"a character outside ASCII in code ({header!r}; comments and "
-                                                 f"literals may hold any): {excerpt}"))
-        elif what in ("pragma", "_Pragma"):
-            found.append(Violation("header", ln, f"a pragma a kernel may not use (allowed: unroll, diagnostics, once, "
-                                                 f"message; _Pragma with one plain string): {excerpt}"))
+        if what in _FINDINGS:
+            found.append(Violation("header", ln, _FINDINGS[what].format(name=header) + excerpt))
         elif what not in ("include", "__has_include"):
             found.append(Violation("header", ln, f"#{what} (only #include of an allowed header): {excerpt}"))
         elif header is None:

@@ -44,9 +44,12 @@ class _Torch:
         if B.device != A.device:
             raise InputError(f"cudal2: A is on {A.device} and B on {B.device}; put them on one GPU")
 
-    def eligible(self, A, B) -> bool:
-        # (a negative-bit view's memory holds the un-negated values: the vendor resolves the bit)
-        return A.data_ptr() % 256 == 0 and B.data_ptr() % 256 == 0 and not (A.is_neg() or B.is_neg())
+    def ineligible(self, A, B) -> str | None:
+        """Why our kernel may not read these operands (a fallback reason, as the dispatcher counts
+        it), or None."""
+        if A.is_neg() or B.is_neg():   # the memory holds the un-negated values: the vendor resolves the bit
+            return "not_dense_fp16"
+        return None if A.data_ptr() % 256 == 0 and B.data_ptr() % 256 == 0 else "unaligned"
 
     def vendor(self, A, B):
         return A @ B.T
@@ -90,8 +93,8 @@ class _Cupy:
         if A.device != B.device:
             raise InputError(f"cudal2: A is on {A.device} and B on {B.device}; put them on one GPU")
 
-    def eligible(self, A, B) -> bool:
-        return A.data.ptr % 256 == 0 and B.data.ptr % 256 == 0
+    def ineligible(self, A, B) -> str | None:
+        return None if A.data.ptr % 256 == 0 and B.data.ptr % 256 == 0 else "unaligned"
 
     def vendor(self, A, B):
         return A @ B.T

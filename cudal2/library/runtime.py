@@ -94,10 +94,10 @@ class Library:
 
     def stats(self) -> dict[str, dict[str, int]]:
         """Calls so far: per served entry, and per reason the vendor ran instead (no_entry: no entry
-        wins at the shape; unaligned: an operand not 256-byte aligned (in Python, or a negative-bit
-        view); failed: the entry failed;
-        other_device: the operands are on another device than the entry's module; bias,
-        not_dense_fp16, autograd: calls the compiled dispatcher left to F.linear)."""
+        wins at the shape; unaligned: an operand not 256-byte aligned; failed: the entry failed;
+        other_device: the operands are on another device than the entry's module; not_dense_fp16:
+        a negative-bit view, or (compiled dispatcher) an operand that is not a dense fp16 matrix;
+        bias, autograd: calls the compiled dispatcher left to F.linear)."""
         hits, falls = dict(self._hits), dict(self._fallbacks)
         if self._short_vendor[0]:
             falls["no_entry"] = falls.get("no_entry", 0) + self._short_vendor[0]
@@ -261,8 +261,8 @@ class Library:
 
     def _python_call(self, ops, A, B, M: int, N: int, K: int):
         """The dispatch in Python: the entry's module launched through ctypes, else the vendor."""
-        if not ops.eligible(A, B):
-            return self._fallback("unaligned", ops, A, B)
+        if why := ops.ineligible(A, B):
+            return self._fallback(why, ops, A, B)
         e = self.lookup(M, N, K)
         if e is None:
             return self._fallback("no_entry", ops, A, B)
