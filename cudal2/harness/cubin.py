@@ -132,7 +132,13 @@ def ptx_violations(ptx: str) -> list[str]:
     if _GENERIC_INIT.search(ptx):
         out.append("a generic address of module data in an initializer (generic(...)): a pointer stored in "
                    "__constant__ memory reaches module memory that keeps state between calls")
+    if _FILE_DIRECTIVE.search(ptx):
+        out.append("a .file directive (ptxas stat()s the file it names and writes its size and time into the cubin; "
+                   "nvcc emits none without -lineinfo, so it came from inline asm; review 50)")
     return out + statement_violations(ptx)
+
+
+_FILE_DIRECTIVE = re.compile(r"(?<![\w$])\.file\b")   # anywhere, comments and strings included (over-refusing)
 
 
 # The parameter bank (constant bank 0) holds, below the parameters, driver-filled words such as
