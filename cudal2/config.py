@@ -51,6 +51,10 @@ class BuildConfig:
     jobs: int = _f(0, "Parallel builds; 0 means one per CPU core.", ge=0)
     cache_dir: str = _f("", "Build cache folder; empty means $XDG_CACHE_HOME/cudal2/build (~/.cache/...).")
     extra_headers: list[str] = _f([], "Headers allowed beyond the contract's allow-list (exact names or 'prefix/*').")
+    sandbox: str = _f("auto", "Run a contract v2 (untrusted) build's compiler in a sandbox that shows it only the "
+                              "toolkit, the allowed headers and its build folder: 'on' refuses to build where it "
+                              "cannot run, 'auto' then builds without it and warns once, 'off' never uses it.",
+                      choices=["auto", "on", "off"])
 
 
 @dataclass

@@ -44,6 +44,7 @@ def _pkg(name: str) -> str | None:
 def checks() -> list[Check]:
     from cudal2.harness.build import cutlass_include
     from cudal2.harness.device import gpu_present
+    from cudal2.sass import tools
 
     out = [Check("nvcc", _version(["nvcc", "--version"], "release"),
                  "install the CUDA toolkit (12.4+; 13.x tested) and put nvcc on PATH")]
@@ -61,8 +62,20 @@ def checks() -> list[Check]:
     out.append(Check("nvidia-ml-py", _pkg("nvidia-ml-py"), "pip install nvidia-ml-py"))
     inc = cutlass_include()
     out.append(Check("CUTLASS/CuTe headers", f"{_pkg('nvidia-cutlass')} at {inc}" if inc else None, "pip install nvidia-cutlass"))
+    out.append(_sandbox_check())
     out.append(Check("ncu (Nsight Compute)", _version(["ncu", "--version"], "Version"),
                      "install Nsight Compute (needed only for --profile)"))
-    out.append(Check("nvdisasm", _version(["nvdisasm", "--version"], "release"), "pip install nvidia-cuda-nvdisasm (SASS stage)"))
-    out.append(Check("cuobjdump", _version(["cuobjdump", "--version"], "release"), "pip install nvidia-cuda-cuobjdump (SASS stage)"))
+    for tool in ("nvdisasm", "cuobjdump"):   # on PATH or from their pip packages, as the build finds them
+        exe = tools.find(tool)
+        out.append(Check(tool, exe and _version([exe, "--version"], "release"),
+                         f"pip install nvidia-cuda-{tool} (v2 builds' machine-code rules, SASS stage)"))
     return out
+
+
+def _sandbox_check() -> Check:
+    from cudal2.config import BuildConfig
+    from cudal2.harness.build import sandbox_state
+
+    state, why = sandbox_state(BuildConfig(sandbox="on"))
+    return Check("compiler sandbox (user namespaces)", "works" if state == "sandboxed" else None,
+                 f"{why}: allow unprivileged user namespaces (or builds run unsandboxed with a warning; build.sandbox)")

@@ -66,7 +66,7 @@ def test_baselines_bad_shapes_file(tmp_path):
 
 def test_doctor_lists_components():
     res = run("doctor")
-    assert res.exit_code == 0 and "nvcc" in res.output and "CUTLASS" in res.output
+    assert res.exit_code == 0 and "nvcc" in res.output and "CUTLASS" in res.output and "compiler sandbox" in res.output
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")

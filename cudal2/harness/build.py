@@ -33,6 +33,10 @@ Guarantees:
   528 MB of PTX from 20 lines of source in seconds, then 49 s and 1.6 GB of the caller's process
   (the trainer's, in the reward service; a thread per core) before the kernel built and passed
   (review 46);
+- a v2 build's compiler (nvcc, then ptxas) runs in `sandbox`: it sees the toolkit, the allowed
+  headers and its own build folder, nothing else of the machine, so no spelling of a source can
+  make it read, stat or wait on a host file (`BuildConfig.sandbox`: where the sandbox cannot run,
+  'auto' builds without it and warns, 'on' refuses);
 - the ptxas resource report (registers, shared memory, barriers, stack, spills per entry
   function) and the compiler's output are artifacts of the result, cached with the library.
 
@@ -51,6 +55,7 @@ import signal
 import subprocess
 import tempfile
 import time
+import warnings
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -58,7 +63,7 @@ from typing import Callable, Iterable
 
 from cudal2 import bounded_run
 from cudal2.config import BuildConfig
-from cudal2.harness import constbank, cubin, launch, paramflow, policy, sassdesc
+from cudal2.harness import constbank, cubin, launch, paramflow, policy, sandbox, sassdesc
 from cudal2.sass import tools
 
 
@@ -112,6 +117,37 @@ def cutlass_version() -> str:
     return hashlib.sha256((Path(inc) / "cutlass" / "version.h").read_bytes()).hexdigest()[:16]
 
 
+def sandbox_state(cfg: BuildConfig) -> tuple[str, str]:
+    """How this machine runs a v2 build's compiler: ("sandboxed", ""), ("open", why) or ("refused",
+    why) (`cfg.sandbox` is 'on' and the sandbox cannot run here). Part of the cache key: a verdict
+    reached by an open build is not reused where the compiler is sandboxed."""
+    if cfg.sandbox == "off":
+        return "open", "build.sandbox is 'off'"
+    if shutil.which(cfg.nvcc) is None:   # the build fails on that, sandbox or not
+        return "open", f"{cfg.nvcc} not found"
+    why = sandbox.probe(cfg.nvcc, _include_dirs(), _sandbox_root(cfg))
+    if not why:
+        return "sandboxed", ""
+    if cfg.sandbox == "on":
+        return "refused", why
+    _warn_open(why)
+    return "open", why
+
+
+def _include_dirs() -> tuple[str, ...]:
+    return (inc,) if (inc := cutlass_include()) else ()
+
+
+def _sandbox_root(cfg: BuildConfig) -> str:   # the empty folder each sandbox mounts its root on
+    return str(cache_root(cfg) / ".sandbox")
+
+
+@functools.cache
+def _warn_open(why: str) -> None:   # once per process and reason
+    warnings.warn(f"cudal2: untrusted builds run without the compiler's sandbox ({why}); build.sandbox = 'on' "
+                  "refuses them instead, 'off' silences this", stacklevel=4)
+
+
 def cache_root(cfg: BuildConfig) -> Path:
     if cfg.cache_dir:
         return Path(cfg.cache_dir)
@@ -148,7 +184,7 @@ def rule_files() -> list[Path]:
     limit was added (the PTX bomb's, review 46) was reused under it."""
     from cudal2.sass import cubin as sass_cubin, disasm, tools
     return [Path(m.__file__) for m in (policy, launch, cubin, constbank, paramflow, sassdesc, sass_cubin, disasm,
-                                       tools, bounded_run)] + [Path(__file__)]
+                                       tools, bounded_run, sandbox)] + [Path(__file__)]
 
 
 @functools.cache
@@ -168,8 +204,8 @@ def rules_version() -> str:
 
 def build_key(source: str, cfg: BuildConfig) -> str:
     h = hashlib.sha256()
-    for part in (source, json.dumps([cfg.flags, cfg.archs, cfg.max_memory_mb, BUILD_EPOCH]), nvcc_version(cfg.nvcc), cutlass_version(),
-                 rules_version()):
+    for part in (source, json.dumps([cfg.flags, cfg.archs, cfg.max_memory_mb, BUILD_EPOCH, sandbox_state(cfg)[0]]),
+                 nvcc_version(cfg.nvcc), cutlass_version(), rules_version()):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()[:24]
@@ -324,7 +360,14 @@ def _compile_v1(work: Path, cfg: BuildConfig, folder: Path) -> tuple[int | None,
 
 
 def _compile_v2(work: Path, cfg: BuildConfig, folder: Path, spec: launch.LaunchSpec) -> tuple[int | None, str, BuildResult]:
-    to_ptx, to_cubin = (bounded(c, cfg.max_memory_mb) for c in v2_commands(cfg, "kernel.cu"))
+    state, why = sandbox_state(cfg)
+    if state == "refused":
+        return None, "", BuildResult(False, "", "build", reason=f"sandbox: {why} (build.sandbox is 'on')")
+    to_ptx, to_cubin = v2_commands(cfg, "kernel.cu")
+    if state == "sandboxed":
+        to_ptx, to_cubin = (sandbox.wrap(c, str(work), _sandbox_root(cfg), cfg.nvcc, _include_dirs())
+                            for c in (to_ptx, to_cubin))
+    to_ptx, to_cubin = bounded(to_ptx, cfg.max_memory_mb), bounded(to_cubin, cfg.max_memory_mb)
     started = time.monotonic()
     rc, log = _run_killable(to_ptx, str(work), cfg.timeout_s)
     if rc is None or rc != 0:

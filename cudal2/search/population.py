@@ -38,7 +38,7 @@ def normalized_hash(source: str) -> str:
 
 
 def _strip_comments(source: str) -> str:
-    """The source with each comment but a directive replaced by a space, in one pass (the regex
+    r"""The source with each comment but a directive replaced by a space, in one pass (the regex
     //[^\n]*|/\*.*?\*/ rescanned to the end from every unclosed /*: 8,000 of them, 2.4 s, and
     this runs on every completion the search admits). An unclosed /* comments out the rest."""
     out, i, n = [], 0, len(source)
