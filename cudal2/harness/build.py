@@ -11,9 +11,10 @@ Guarantees:
   every memory descriptor the driver's or a createpolicy word on every path);
   the cubin is built from canonical PTX, so its bytes, and `device_sha256`, are the same for the
   same source, flags and toolkit in any folder on any machine, at any time: every build sees one
-  fixed date (`SOURCE_DATE_EPOCH`, and the source file's mtime for `__TIMESTAMP__`), so no source
-  can build to one kernel when judged and to another when `cudal2 library build` rebuilds it later
-  (a `__DATE__` test did; review 44);
+  fixed date (`SOURCE_DATE_EPOCH`, and the source file's mtime for `__TIMESTAMP__`) in one time
+  zone (TZ=UTC0: gcc prints `__TIMESTAMP__` in local time; review 51), so no source can build to
+  one kernel when judged and to another when `cudal2 library build` rebuilds it later (a `__DATE__`
+  test did; review 44);
 - the cache key is a hash of the source, the flags, the archs, the memory limit, the build's date,
   the nvcc version, the CUTLASS headers' version and the build's rules (`rules_version`), so a hit
   is exactly what the same build would produce under the same rules;
@@ -36,7 +37,9 @@ Guarantees:
 - a v2 build's compiler (nvcc, then ptxas) runs in `sandbox`: it sees the toolkit, the allowed
   headers and its own build folder, nothing else of the machine, so no spelling of a source can
   make it read, stat or wait on a host file (`BuildConfig.sandbox`: where the sandbox cannot run,
-  'auto' builds without it and warns, 'on' refuses);
+  'auto' builds without it and warns, 'on' refuses); whether it can is probed once per process
+  with the build's own commands (flags, ptxas), and the answer is part of the build's key and of
+  the stored verdict's (`evaluate.result_key`);
 - the ptxas resource report (registers, shared memory, barriers, stack, spills per entry
   function) and the compiler's output are artifacts of the result, cached with the library.
 
@@ -54,6 +57,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -125,13 +129,22 @@ def sandbox_state(cfg: BuildConfig) -> tuple[str, str]:
         return "open", "build.sandbox is 'off'"
     if shutil.which(cfg.nvcc) is None:   # the build fails on that, sandbox or not
         return "open", f"{cfg.nvcc} not found"
-    why = sandbox.probe(cfg.nvcc, _include_dirs(), _sandbox_root(cfg))
+    # The build's own commands, flags and ptxas included (a probe of nvcc alone passed where every
+    # build then failed in the sandbox, cached as the candidate's failure; review 51). One probe at a
+    # time: build_many's threads asked at once, each probed, and a key could be made from one
+    # thread's answer and the build run on another's.
+    with _PROBE_LOCK:
+        why = sandbox.probe(cfg.nvcc, _include_dirs(), _sandbox_root(cfg),
+                            tuple(tuple(c) for c in v2_commands(cfg, "kernel.cu")))
     if not why:
         return "sandboxed", ""
     if cfg.sandbox == "on":
         return "refused", why
     _warn_open(why)
     return "open", why
+
+
+_PROBE_LOCK = threading.Lock()
 
 
 def _include_dirs() -> tuple[str, ...]:
@@ -292,8 +305,11 @@ def _run_killable(cmd: list[str], cwd: str, timeout: float) -> tuple[int | None,
     `#pragma message` remarks of 64 KiB: 1.6 GB of diagnostics in 56 s, read whole into the
     caller's memory (4.7 GB at its peak, one build a core beside the trainer), and into the cache's
     build.log, of a kernel that then built and passed (review 45)."""
-    # nvcc's temporaries go with the build's folder; __DATE__ and __TIME__ are the build's fixed date
-    env = {**os.environ, "TMPDIR": os.path.abspath(cwd), "SOURCE_DATE_EPOCH": str(BUILD_EPOCH)}
+    # nvcc's temporaries go with the build's folder; __DATE__ and __TIME__ are the build's fixed date,
+    # and __TIMESTAMP__ (the source's mtime, which gcc prints in local time) reads it in UTC: under
+    # the machine's TZ it read 19:00 in New York and 00:00 in the sandbox, one source two kernels
+    # (review 51)
+    env = {**os.environ, "TMPDIR": os.path.abspath(cwd), "SOURCE_DATE_EPOCH": str(BUILD_EPOCH), "TZ": "UTC0"}
     r = bounded_run.run(cmd, timeout=timeout, max_bytes=MAX_LOG_MB << 20, cwd=cwd, env=env, merge_stderr=True)
     out = r.out.decode(errors="replace")
     if r.over:
