@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from cudal2.harness import build, policy, sandbox
+from cudal2.harness import build, evaluate, policy, sandbox
 
 from .conftest import BAD, NAIVE, needs_nvcc
 
@@ -195,3 +195,14 @@ def test_threads_asking_at_once_probe_once(monkeypatch, cfg):
         t.join()
     assert len(calls) == 1 and states == [("sandboxed", "")] * 4
 
+
+def test_a_stored_verdict_names_the_sandbox_state(monkeypatch, cfg):
+    from cudal2.problem import Problem
+    bcfg = dataclasses.replace(cfg, build=dataclasses.replace(cfg.build, sandbox="auto"))
+    monkeypatch.setattr(sandbox, "probe", lambda *a: "")
+    sandboxed = evaluate.result_key(NAIVE, Problem(64, 64, 64), bcfg, "H100")
+    monkeypatch.setattr(sandbox, "probe", lambda *a: "zz no namespaces")
+    with pytest.warns(UserWarning):
+        build._warn_open.cache_clear()
+        opened = evaluate.result_key(NAIVE, Problem(64, 64, 64), bcfg, "H100")
+    assert sandboxed != opened
