@@ -19,7 +19,9 @@ from .conftest import BAD, NAIVE, needs_nvcc
 
 pytestmark = needs_nvcc
 
-REAL_NVCC = os.path.realpath(sandbox.shutil.which("nvcc") or "nvcc")
+# the folder of the real nvcc (its profile's _HERE_), behind any wrapper on PATH
+BIN = next((os.path.realpath(p) for p in sandbox.toolkit_dirs("nvcc") if os.path.isfile(os.path.join(p, "nvcc.profile"))),
+           "")
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +49,7 @@ def home_with_wrapper_nvcc(tmp_path, monkeypatch):
     build cache (the default, ~/.cache/cudal2/build) holds another candidate's build."""
     home = tmp_path / "home"
     for tool in ("nvcc", "ptxas"):
-        _wrapper(home / "bin", tool, os.path.join(os.path.dirname(REAL_NVCC), tool))
+        _wrapper(home / "bin", tool, os.path.join(BIN, tool))
     neighbour = home / ".cache" / "cudal2" / "build" / "zz51-neighbour"
     neighbour.mkdir(parents=True)
     (neighbour / "kernel.cu").write_text("#error zz-found-it\n")
@@ -90,7 +92,7 @@ def test_a_private_folder_inside_a_shown_one_is_hidden(works, tmp_path):
 
 def test_a_toolkit_reached_through_a_linked_folder_runs_in_the_sandbox(tmp_path, monkeypatch):
     # /opt/cuda -> /opt/cuda-12.8: nvcc's path named a folder the sandbox did not have
-    (tmp_path / "cuda").symlink_to(os.path.dirname(os.path.dirname(REAL_NVCC)))
+    (tmp_path / "cuda").symlink_to(os.path.dirname(BIN))
     monkeypatch.setenv("PATH", f"{tmp_path / 'cuda' / 'bin'}{os.pathsep}{os.environ['PATH']}")
     assert sandbox.probe.__wrapped__("nvcc", build._include_dirs(), str(tmp_path / "root")) == ""
 
@@ -201,8 +203,26 @@ def test_a_stored_verdict_names_the_sandbox_state(monkeypatch, cfg):
     bcfg = dataclasses.replace(cfg, build=dataclasses.replace(cfg.build, sandbox="auto"))
     monkeypatch.setattr(sandbox, "probe", lambda *a: "")
     sandboxed = evaluate.result_key(NAIVE, Problem(64, 64, 64), bcfg, "H100")
-    monkeypatch.setattr(sandbox, "probe", lambda *a: "zz no namespaces")
-    with pytest.warns(UserWarning):
-        build._warn_open.cache_clear()
+    monkeypatch.setattr(sandbox, "probe", lambda *a: "zz51 no namespaces")
+    with pytest.warns(UserWarning, match="zz51 no namespaces"):
         opened = evaluate.result_key(NAIVE, Problem(64, 64, 64), bcfg, "H100")
     assert sandboxed != opened
+
+
+def test_an_include_folder_named_through_a_link_is_there(works, tmp_path, monkeypatch, cfg):
+    # a venv's lib64 -> lib: the sandbox bound the resolved folder only, and -I named the link
+    inc = build.cutlass_include()
+    if inc is None:
+        pytest.skip("no CUTLASS headers")
+    (tmp_path / "lib64").symlink_to(os.path.dirname(inc))
+    monkeypatch.setattr(build, "cutlass_include", lambda: str(tmp_path / "lib64" / os.path.basename(inc)))
+    r = build.build("#include <cutlass/version.h>\n" + NAIVE, dataclasses.replace(cfg.build, sandbox="on"))
+    assert r.ok, r.reason
+
+
+
+def test_the_toolkits_prefix_is_not_shown():
+    # nvcc in $PREFIX/bin (conda): TOP, the profile's prefix, was the environment, conda-meta and all
+    dirs = [os.path.realpath(p) for p in sandbox.toolkit_dirs("nvcc")]
+    top = os.path.dirname(BIN)
+    assert BIN in dirs and top not in dirs

@@ -129,13 +129,14 @@ def sandbox_state(cfg: BuildConfig) -> tuple[str, str]:
         return "open", "build.sandbox is 'off'"
     if shutil.which(cfg.nvcc) is None:   # the build fails on that, sandbox or not
         return "open", f"{cfg.nvcc} not found"
-    # The build's own commands, flags and ptxas included (a probe of nvcc alone passed where every
-    # build then failed in the sandbox, cached as the candidate's failure; review 51). One probe at a
-    # time: build_many's threads asked at once, each probed, and a key could be made from one
-    # thread's answer and the build run on another's.
+    # The build's own commands, flags and ptxas included, on a source that reads a CUTLASS header (a
+    # probe of nvcc alone passed where every build then failed in the sandbox, cached as the
+    # candidate's failure; review 51). One probe at a time: build_many's threads asked at once, each
+    # probed, and a key could be made from one thread's answer and the build run on another's.
+    source = ("#include <cutlass/version.h>\n" if _include_dirs() else "") + PROBE_SOURCE
     with _PROBE_LOCK:
         why = sandbox.probe(cfg.nvcc, _include_dirs(), _sandbox_root(cfg),
-                            tuple(tuple(c) for c in v2_commands(cfg, "kernel.cu")))
+                            tuple(tuple(c) for c in v2_commands(cfg, "kernel.cu")), source)
     if not why:
         return "sandboxed", ""
     if cfg.sandbox == "on":
@@ -145,6 +146,7 @@ def sandbox_state(cfg: BuildConfig) -> tuple[str, str]:
 
 
 _PROBE_LOCK = threading.Lock()
+PROBE_SOURCE = 'extern "C" __global__ void probe(int *x) { x[0] = 1; }\n'
 
 
 def _include_dirs() -> tuple[str, ...]:

@@ -5,11 +5,12 @@ Guarantees, where `probe` finds it works: `wrap(cmd, work, ...)` is a command th
 user, mount, PID, network, IPC and UTS namespaces (util-linux `unshare`, no privilege needed where
 user namespaces are allowed), chrooted into a fresh tmpfs holding only
 - read-only bind mounts of the system's program and library folders (`SYSTEM`: /usr, /bin, /lib…,
-  the dynamic loader's cache, /dev/null and its like), of the toolkit's folders (what nvcc's own
-  profile names: `toolkit_dirs`), of the host compiler's prefix (as gcc reports it), of the allowed
-  include folders, and of the programs run (nvcc or ptxas, gcc, g++) at the paths the open build
-  runs them by, the links on the way copied (a wrapper script is shown as itself, never its folder's
-  parent); every mount in it is read-only, those a bound folder holds included;
+  the dynamic loader's cache, /dev/null and its like), of the toolkit's folders (those nvcc's own
+  profile points its stages at: `toolkit_dirs`; not the toolkit's prefix), of the host compiler's
+  prefix (as gcc reports it), of the allowed include folders, and of the programs run (nvcc or
+  ptxas, gcc, g++), each at the path the compiler is given or the open build runs it by, the links
+  on the way copied (a wrapper script is shown as itself, never its folder's parent); every mount
+  in it is read-only, those a bound folder holds included;
 - the build folder `work`, read-write, at its own path (so the binary is the one an open build makes:
   the compiler sees the same paths);
 - no /proc, /sys, /etc (beyond the loader's files), /home, /root, /tmp, /var, no project checkout,
@@ -26,12 +27,15 @@ namespace: killing the build's process group (its timeout) ends every process in
 (`--kill-child`). The setup finds mount and chroot in /usr/sbin whatever the caller's PATH.
 
 Does not: hide what is under /usr (system headers, documentation, and whatever else a machine
-installs there, a system-wide site-packages included) or inside the toolkit's and host compiler's
-prefixes (a conda environment's, site-packages and all); hide a private folder other than those
-two (a results db or checkout inside a shown folder is shown); limit memory, time or output
-(`build.bounded`, `bounded_run` do); run where user namespaces are refused (some distributions
-restrict them, some containers' seccomp filters too): `probe` says why, and the build then runs
-unsandboxed with a warning or refuses, as `BuildConfig.sandbox` says.
+installs there, a system-wide site-packages included) or inside the host compiler's prefix (a gcc
+installed in a conda environment shows the environment, site-packages and conda-meta with it) or
+the toolkit's own folders (nvcc's bin folder: in a conda environment, every program of it); hide a
+private folder other than those two (a results db or checkout inside a shown folder is shown);
+limit memory, time or output (`build.bounded`, `bounded_run` do); give the compiler the caller's
+environment (NVCC_PREPEND_FLAGS, NVCC_CCBIN, CPATH and the like reach an open build only); run
+where user namespaces are refused (some distributions restrict them, some containers' seccomp
+filters too): `probe` says why, and the build then runs unsandboxed with a warning or refuses, as
+`BuildConfig.sandbox` says.
 """
 
 from __future__ import annotations
@@ -96,7 +100,11 @@ exec chroot "$R" $D /usr/bin/env -i PATH="$P" HOME="$W" TMPDIR="$W" SOURCE_DATE_
     LC_ALL=C /bin/sh -c 'cd "$0" && exec "$@"' "$W" "$@"
 """
 
-_PROFILE_LINE = re.compile(r"^#\$ (?:TOP|CICC_PATH|NVVMIR_LIBRARY_DIR|INCLUDES|SYSTEM_INCLUDES|LIBRARIES)=(.*)$", re.M)
+# What nvcc's stages read, from its profile: nvcc's own folder (its profile, ptxas), cicc's, libdevice's
+# and the include folders. Not TOP, the toolkit's prefix (where nvcc sits in $PREFIX/bin, as in a
+# conda environment, TOP is the environment: its site-packages, conda-meta/state with the variables
+# `conda env config vars` set, and so on; review 51), nor LIBRARIES (nothing is linked).
+_PROFILE_LINE = re.compile(r"^#\$ (?:_HERE_|CICC_PATH|NVVMIR_LIBRARY_DIR|INCLUDES|SYSTEM_INCLUDES)=(.*)$", re.M)
 _ABS_PATH = re.compile(r"(/[^\s\"':]+)")
 
 
@@ -106,11 +114,11 @@ class Unavailable(RuntimeError):
 
 @functools.cache
 def toolkit_dirs(nvcc: str) -> tuple[str, ...]:
-    """The folders nvcc's profile points its stages at (TOP, cicc's, libdevice's, the include and
-    library folders), resolved: where the files are, for a wrapper script (as in a package's
-    /usr/local/bin/nvcc) and a pip toolkit under site-packages alike. Not the wrapper's own prefix: a
-    wrapper in ~/bin made it the home folder, the build cache and all (review 51); the program file
-    itself is shown (`wrap`)."""
+    """The folders nvcc's profile points its stages at (`_PROFILE_LINE`), as nvcc spells them (`layout`
+    resolves them, showing the links on the way): where the files are, for a wrapper script (as in a
+    package's /usr/local/bin/nvcc) and a pip toolkit under site-packages alike. Not the wrapper's own
+    prefix: a wrapper in ~/bin made it the home folder, the build cache and all (review 51); the
+    program file itself is shown (`wrap`)."""
     tool = shutil.which(nvcc)
     if tool is None:
         return ()
@@ -122,7 +130,7 @@ def toolkit_dirs(nvcc: str) -> tuple[str, ...]:
         except (OSError, subprocess.TimeoutExpired):
             out = ""
     for line in _PROFILE_LINE.findall(out):
-        dirs.update(os.path.realpath(p) for p in _ABS_PATH.findall(line))
+        dirs.update(_ABS_PATH.findall(line))
     return tuple(sorted(p for p in dirs if os.path.isdir(p)))
 
 
@@ -170,10 +178,11 @@ def _links(path: str) -> tuple[list[str], str]:
 
 def layout(nvcc: str, include_dirs: list[str], programs: list[str], private: list[str]) -> tuple[list[str], list[str]]:
     """(what `_SETUP` shows, tagged and in order; the symbolic links it copies). Shown: `SYSTEM`, the
-    toolkit's folders, the host compilers' prefixes, `include_dirs`, and each of `programs` (nvcc or
-    ptxas, gcc, g++) at the path the open build runs it by, links and all (a toolkit reached through
-    a linked folder, /opt/cuda -> /opt/cuda-12.8, was missing, and a ~/bin/gcc link to another gcc
-    was another compiler in the sandbox; review 51), each once (a path inside a shown folder is
+    host compilers' prefixes, and the toolkit's folders, `include_dirs` and each of `programs` (nvcc
+    or ptxas, gcc, g++) at the path the compiler is given or the open build runs it by, links and all
+    (a toolkit reached through a linked folder, /opt/cuda -> /opt/cuda-12.8, was missing; a ~/bin/gcc
+    link to another gcc was another compiler in the sandbox; an include folder named through a
+    venv's lib64 link was missing; review 51), each once (a path inside a shown folder is
     covered by it), and never / (which would show /proc, /home and the rest). A `private` folder
     (the home folder, the build cache) that lies inside a shown folder is hidden under an empty
     one; the paths shown inside it are bound after that."""
@@ -183,7 +192,11 @@ def layout(nvcc: str, include_dirs: list[str], programs: list[str], private: lis
             dirs.append(p)
         elif os.path.exists(p) and not os.path.islink(p):
             files.append(p)
-    dirs += [*toolkit_dirs(nvcc), *host_compiler_dirs(), *map(os.path.realpath, include_dirs)]
+    dirs += host_compiler_dirs()
+    for folder in (*toolkit_dirs(nvcc), *include_dirs):   # shown at the path the compiler is given
+        chain, real = _links(os.path.abspath(folder))
+        links += chain
+        dirs.append(real)
     for prog in programs:
         chain, real = _links(os.path.abspath(prog))
         links += chain
@@ -232,20 +245,22 @@ def wrap(cmd: list[str], work: str, root: str, nvcc: str, include_dirs: list[str
 
 
 @functools.cache
-def probe(nvcc: str, include_dirs: tuple[str, ...], root: str, commands: tuple[tuple[str, ...], ...] = ()) -> str:
-    """'' where `commands` (a build's own, run in order in a folder holding a small `kernel.cu`; by
-    default nvcc to PTX) all succeed in the sandbox here; else why not, in one line. Given the
-    build's commands, the probe fails where a build would (ptxas found elsewhere than nvcc, a flag's
-    host compiler), so the build runs open or is refused as `build.sandbox` says, instead of every
-    build failing, and caching that, in a sandbox that cannot run it. Once per process and toolkit
-    (about half a second)."""
+def probe(nvcc: str, include_dirs: tuple[str, ...], root: str, commands: tuple[tuple[str, ...], ...] = (),
+          source: str = 'extern "C" __global__ void probe(int *x) { x[0] = 1; }\n') -> str:
+    """'' where `commands` (a build's own, run in order in a folder holding `source` as `kernel.cu`;
+    by default nvcc to PTX) all succeed in the sandbox here; else why not, in one line. Given the
+    build's commands, and a source that includes from `include_dirs`, the probe fails where a build
+    would (ptxas found elsewhere than nvcc, a flag's host compiler, an include folder not there), so
+    the build runs open or is refused as `build.sandbox` says, instead of every build failing, and
+    caching that, in a sandbox that cannot run it. Once per process and toolkit (about half a
+    second)."""
     if shutil.which("unshare") is None:
         return "util-linux unshare is not installed"
     if shutil.which(nvcc) is None:
         return f"{nvcc} not found"
     commands = commands or ((nvcc, "-ptx", "-arch=compute_90", "-o", "kernel.ptx", "kernel.cu"),)
     with tempfile.TemporaryDirectory(prefix="sandbox-probe.") as work:
-        Path(work, "kernel.cu").write_text('extern "C" __global__ void probe(int *x) { x[0] = 1; }\n')
+        Path(work, "kernel.cu").write_text(source)
         for c in commands:
             try:
                 r = subprocess.run(wrap(list(c), work, root, nvcc, list(include_dirs)), cwd=work, capture_output=True,
