@@ -226,3 +226,22 @@ def test_the_toolkits_prefix_is_not_shown():
     dirs = [os.path.realpath(p) for p in sandbox.toolkit_dirs("nvcc")]
     top = os.path.dirname(BIN)
     assert BIN in dirs and top not in dirs
+
+
+@pytest.mark.parametrize("broken", ["unshare", "setup"])
+def test_a_sandbox_that_does_not_start_is_not_the_sources_cached_verdict(works, monkeypatch, tmp_path, cfg, broken):
+    # unshare refused (the machine's namespace limit) or a mount failed after the probe passed: the
+    # build failed as the compiler's failure and was cached as the source's verdict
+    if broken == "unshare":
+        (tmp_path / "bin").mkdir()
+        (tmp_path / "bin" / "unshare").write_text("#!/bin/sh\necho 'unshare: unshare failed: No space left on device' >&2\n"
+                                                  "exit 1\n")
+        (tmp_path / "bin" / "unshare").chmod(0o755)
+        monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    else:
+        monkeypatch.setattr(sandbox, "_SETUP", sandbox._SETUP.replace("mount -t tmpfs -o size=4m", "mount -t zz51fs -o size=4m"))
+    monkeypatch.setattr(sandbox, "probe", lambda *a: "")
+    bcfg = dataclasses.replace(cfg.build, sandbox="on")
+    r = build.build(NAIVE, bcfg)
+    assert not r.ok and r.reason.startswith("sandbox: "), r.reason
+    assert not (build.cache_root(bcfg) / r.key).exists()

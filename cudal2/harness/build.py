@@ -39,7 +39,8 @@ Guarantees:
   make it read, stat or wait on a host file (`BuildConfig.sandbox`: where the sandbox cannot run,
   'auto' builds without it and warns, 'on' refuses); whether it can is probed once per process
   with the build's own commands (flags, ptxas), and the answer is part of the build's key and of
-  the stored verdict's (`evaluate.result_key`);
+  the stored verdict's (`evaluate.result_key`); a sandbox that then fails to start fails the build
+  uncached, as a timeout does (the machine's fault, not the source's);
 - the ptxas resource report (registers, shared memory, barriers, stack, spills per entry
   function) and the compiler's output are artifacts of the result, cached with the library.
 
@@ -388,6 +389,8 @@ def _compile_v2(work: Path, cfg: BuildConfig, folder: Path, spec: launch.LaunchS
     to_ptx, to_cubin = bounded(to_ptx, cfg.max_memory_mb), bounded(to_cubin, cfg.max_memory_mb)
     started = time.monotonic()
     rc, log = _run_killable(to_ptx, str(work), cfg.timeout_s)
+    if state == "sandboxed" and (why := sandbox.not_set_up(rc, log)):
+        return None, log, _unsandboxed(why, log)
     if rc is None or rc != 0:
         return rc, log, _failed(rc, log, cfg)
     ptx = work / "kernel.ptx"
@@ -399,6 +402,8 @@ def _compile_v2(work: Path, cfg: BuildConfig, folder: Path, spec: launch.LaunchS
         return rc, log, BuildResult(False, "", "build", reason="ptx: " + "; ".join(bad), log=_trim(log))
     ptx.write_text(text)
     rc, log2 = _run_killable(to_cubin, str(work), max(1.0, cfg.timeout_s - (time.monotonic() - started)))
+    if state == "sandboxed" and (why := sandbox.not_set_up(rc, log2)):
+        return None, log + log2, _unsandboxed(why, log + log2)
     log += log2
     if rc is None or rc != 0:
         return rc, log, _failed(rc, log, cfg)
@@ -425,6 +430,13 @@ def binary_violations(path: Path, spec: launch.LaunchSpec) -> list[str]:
     if bad:
         return ["cubin: " + "; ".join(bad)]
     return ["sass: " + "; ".join(bad)] if (bad := constbank.violations(Path(path))) else []
+
+
+def _unsandboxed(why: str, log: str) -> BuildResult:
+    """The sandbox failed to start after the probe passed (unshare refused: the machine's namespace
+    limit reached; a mount failed): the machine's fault, not the source's, so it is not cached
+    (returned with rc None, as a timeout is); it was the source's cached verdict (review 51)."""
+    return BuildResult(False, "", "build", reason=f"sandbox: {why}", log=_trim(log))
 
 
 def _failed(rc: int | None, log: str, cfg: BuildConfig) -> BuildResult:

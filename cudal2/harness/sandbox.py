@@ -64,6 +64,7 @@ UNSHARE = ("unshare", "--user", "--map-root-user", "--mount", "--pid", "--fork",
 # namespace keeps the machine's root as its root.
 _SETUP = r"""
 set -e -f
+trap 'echo "cudal2-sandbox: not set up" >&2; exit 125' EXIT   # (SETUP_FAILED; a successful exec runs no trap)
 R=$1; W=$2; shift 2
 P=$PATH; PATH=/usr/sbin:/usr/bin:/sbin:/bin:$PATH   # mount, chroot: /usr/sbin is not on every user's PATH
 mount -t tmpfs -o size=4m,mode=755 cudal2-sandbox "$R"
@@ -99,6 +100,21 @@ D=
 exec chroot "$R" $D /usr/bin/env -i PATH="$P" HOME="$W" TMPDIR="$W" SOURCE_DATE_EPOCH="$SOURCE_DATE_EPOCH" TZ=UTC0 \
     LC_ALL=C /bin/sh -c 'cd "$0" && exec "$@"' "$W" "$@"
 """
+
+SETUP_FAILED = 125   # the setup's exit status where it failed before the command ran
+
+
+def not_set_up(rc: int | None, out: str) -> str:
+    """Why a wrapped command failed before it ran, in one line ('' where it ran): unshare refused
+    (its message comes first), or the setup failed (SETUP_FAILED, its message last). Such a failure
+    is the machine's, not the command's: a build must not keep it as the source's verdict."""
+    lines = out.strip().splitlines()
+    if rc == SETUP_FAILED and lines and lines[-1] == "cudal2-sandbox: not set up":
+        return lines[0] if len(lines) > 1 else lines[-1]
+    if rc not in (None, 0) and re.match(r"(\S*/)?unshare: ", out):   # (getopt names it by its path)
+        return lines[0]
+    return ""
+
 
 # What nvcc's stages read, from its profile: nvcc's own folder (its profile, ptxas), cicc's, libdevice's
 # and the include folders. Not TOP, the toolkit's prefix (where nvcc sits in $PREFIX/bin, as in a
