@@ -58,7 +58,7 @@ def test_the_environment_is_the_builds_own(works, tmp_path):
     r = _inside(["env"], tmp_path, ZZ_SECRET="zz-token")
     names = {line.split("=", 1)[0] for line in r.stdout.splitlines()}
     assert "zz-token" not in r.stdout
-    assert names <= {"PATH", "HOME", "TMPDIR", "SOURCE_DATE_EPOCH", "LC_ALL", "PWD", "OLDPWD", "SHLVL", "_"}
+    assert names <= {"PATH", "HOME", "TMPDIR", "SOURCE_DATE_EPOCH", "TZ", "LC_ALL", "PWD", "OLDPWD", "SHLVL", "_"}
 
 
 def test_a_build_killed_at_its_timeout_leaves_no_process(works, tmp_path):

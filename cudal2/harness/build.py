@@ -11,9 +11,10 @@ Guarantees:
   every memory descriptor the driver's or a createpolicy word on every path);
   the cubin is built from canonical PTX, so its bytes, and `device_sha256`, are the same for the
   same source, flags and toolkit in any folder on any machine, at any time: every build sees one
-  fixed date (`SOURCE_DATE_EPOCH`, and the source file's mtime for `__TIMESTAMP__`), so no source
-  can build to one kernel when judged and to another when `cudal2 library build` rebuilds it later
-  (a `__DATE__` test did; review 44);
+  fixed date (`SOURCE_DATE_EPOCH`, and the source file's mtime for `__TIMESTAMP__`) in one time
+  zone (TZ=UTC0: gcc prints `__TIMESTAMP__` in local time; review 51), so no source can build to
+  one kernel when judged and to another when `cudal2 library build` rebuilds it later (a `__DATE__`
+  test did; review 44);
 - the cache key is a hash of the source, the flags, the archs, the memory limit, the build's date,
   the nvcc version, the CUTLASS headers' version and the build's rules (`rules_version`), so a hit
   is exactly what the same build would produce under the same rules;
@@ -36,7 +37,10 @@ Guarantees:
 - a v2 build's compiler (nvcc, then ptxas) runs in `sandbox`: it sees the toolkit, the allowed
   headers and its own build folder, nothing else of the machine, so no spelling of a source can
   make it read, stat or wait on a host file (`BuildConfig.sandbox`: where the sandbox cannot run,
-  'auto' builds without it and warns, 'on' refuses);
+  'auto' builds without it and warns, 'on' refuses); whether it can is probed once per process
+  with the build's own commands (flags, ptxas), and the answer is part of the build's key and of
+  the stored verdict's (`evaluate.result_key`); a sandbox that then fails to start fails the build
+  uncached, as a timeout does (the machine's fault, not the source's);
 - the ptxas resource report (registers, shared memory, barriers, stack, spills per entry
   function) and the compiler's output are artifacts of the result, cached with the library.
 
@@ -54,6 +58,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -125,13 +130,24 @@ def sandbox_state(cfg: BuildConfig) -> tuple[str, str]:
         return "open", "build.sandbox is 'off'"
     if shutil.which(cfg.nvcc) is None:   # the build fails on that, sandbox or not
         return "open", f"{cfg.nvcc} not found"
-    why = sandbox.probe(cfg.nvcc, _include_dirs(), _sandbox_root(cfg))
+    # The build's own commands, flags and ptxas included, on a source that reads a CUTLASS header (a
+    # probe of nvcc alone passed where every build then failed in the sandbox, cached as the
+    # candidate's failure; review 51). One probe at a time: build_many's threads asked at once, each
+    # probed, and a key could be made from one thread's answer and the build run on another's.
+    source = ("#include <cutlass/version.h>\n" if _include_dirs() else "") + PROBE_SOURCE
+    with _PROBE_LOCK:
+        why = sandbox.probe(cfg.nvcc, _include_dirs(), _sandbox_root(cfg),
+                            tuple(tuple(c) for c in v2_commands(cfg, "kernel.cu")), source)
     if not why:
         return "sandboxed", ""
     if cfg.sandbox == "on":
         return "refused", why
     _warn_open(why)
     return "open", why
+
+
+_PROBE_LOCK = threading.Lock()
+PROBE_SOURCE = 'extern "C" __global__ void probe(int *x) { x[0] = 1; }\n'
 
 
 def _include_dirs() -> tuple[str, ...]:
@@ -292,8 +308,11 @@ def _run_killable(cmd: list[str], cwd: str, timeout: float) -> tuple[int | None,
     `#pragma message` remarks of 64 KiB: 1.6 GB of diagnostics in 56 s, read whole into the
     caller's memory (4.7 GB at its peak, one build a core beside the trainer), and into the cache's
     build.log, of a kernel that then built and passed (review 45)."""
-    # nvcc's temporaries go with the build's folder; __DATE__ and __TIME__ are the build's fixed date
-    env = {**os.environ, "TMPDIR": os.path.abspath(cwd), "SOURCE_DATE_EPOCH": str(BUILD_EPOCH)}
+    # nvcc's temporaries go with the build's folder; __DATE__ and __TIME__ are the build's fixed date,
+    # and __TIMESTAMP__ (the source's mtime, which gcc prints in local time) reads it in UTC: under
+    # the machine's TZ it read 19:00 in New York and 00:00 in the sandbox, one source two kernels
+    # (review 51)
+    env = {**os.environ, "TMPDIR": os.path.abspath(cwd), "SOURCE_DATE_EPOCH": str(BUILD_EPOCH), "TZ": "UTC0"}
     r = bounded_run.run(cmd, timeout=timeout, max_bytes=MAX_LOG_MB << 20, cwd=cwd, env=env, merge_stderr=True)
     out = r.out.decode(errors="replace")
     if r.over:
@@ -370,6 +389,8 @@ def _compile_v2(work: Path, cfg: BuildConfig, folder: Path, spec: launch.LaunchS
     to_ptx, to_cubin = bounded(to_ptx, cfg.max_memory_mb), bounded(to_cubin, cfg.max_memory_mb)
     started = time.monotonic()
     rc, log = _run_killable(to_ptx, str(work), cfg.timeout_s)
+    if state == "sandboxed" and (why := sandbox.not_set_up(rc, log)):
+        return None, log, _unsandboxed(why, log)
     if rc is None or rc != 0:
         return rc, log, _failed(rc, log, cfg)
     ptx = work / "kernel.ptx"
@@ -381,6 +402,8 @@ def _compile_v2(work: Path, cfg: BuildConfig, folder: Path, spec: launch.LaunchS
         return rc, log, BuildResult(False, "", "build", reason="ptx: " + "; ".join(bad), log=_trim(log))
     ptx.write_text(text)
     rc, log2 = _run_killable(to_cubin, str(work), max(1.0, cfg.timeout_s - (time.monotonic() - started)))
+    if state == "sandboxed" and (why := sandbox.not_set_up(rc, log2)):
+        return None, log + log2, _unsandboxed(why, log + log2)
     log += log2
     if rc is None or rc != 0:
         return rc, log, _failed(rc, log, cfg)
@@ -407,6 +430,13 @@ def binary_violations(path: Path, spec: launch.LaunchSpec) -> list[str]:
     if bad:
         return ["cubin: " + "; ".join(bad)]
     return ["sass: " + "; ".join(bad)] if (bad := constbank.violations(Path(path))) else []
+
+
+def _unsandboxed(why: str, log: str) -> BuildResult:
+    """The sandbox failed to start after the probe passed (unshare refused: the machine's namespace
+    limit reached; a mount failed): the machine's fault, not the source's, so it is not cached
+    (returned with rc None, as a timeout is); it was the source's cached verdict (review 51)."""
+    return BuildResult(False, "", "build", reason=f"sandbox: {why}", log=_trim(log))
 
 
 def _failed(rc: int | None, log: str, cfg: BuildConfig) -> BuildResult:

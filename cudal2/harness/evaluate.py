@@ -33,6 +33,7 @@ from typing import Callable, Iterable
 
 from cudal2.config import Config
 from cudal2.harness import trust
+from cudal2.harness import build as _build
 from cudal2.harness.build import BuildResult, build, nvcc_version
 from cudal2.harness.artifact import JudgeRequest
 from cudal2.harness.launch import LaunchSpec
@@ -83,8 +84,12 @@ def judge_version() -> str:
 
 
 def result_key(source: str, p: Problem, cfg: Config, gpu: str, profile: bool = False, time_it: bool = True) -> str:
+    # The compiler's sandbox state too, as in the build's own key: a verdict reached where the build
+    # ran open (build.sandbox 'auto' on a machine without user namespaces) was reused from the
+    # results db where the compiler is sandboxed (review 51)
     parts = [source_hash(source), str(p), cfg.digest("build", "verify", "timing"), gpu, nvcc_version(cfg.build.nvcc),
-             "profile" if profile else "", "" if time_it else "verify-only", judge_version()]
+             "profile" if profile else "", "" if time_it else "verify-only", judge_version(),
+             _build.sandbox_state(cfg.build)[0]]
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:32]
 
 
