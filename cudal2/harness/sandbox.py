@@ -124,10 +124,6 @@ _PROFILE_LINE = re.compile(r"^#\$ (?:_HERE_|CICC_PATH|NVVMIR_LIBRARY_DIR|INCLUDE
 _ABS_PATH = re.compile(r"(/[^\s\"':]+)")
 
 
-class Unavailable(RuntimeError):
-    """The sandbox cannot run here; the message says why, in one line."""
-
-
 @functools.cache
 def toolkit_dirs(nvcc: str) -> tuple[str, ...]:
     """The folders nvcc's profile points its stages at (`_PROFILE_LINE`), as nvcc spells them (`layout`
