@@ -134,9 +134,9 @@ def sandbox_state(cfg: BuildConfig) -> tuple[str, str]:
     # probe of nvcc alone passed where every build then failed in the sandbox, cached as the
     # candidate's failure; review 51). One probe at a time: build_many's threads asked at once, each
     # probed, and a key could be made from one thread's answer and the build run on another's.
-    source = ("#include <cutlass/version.h>\n" if _include_dirs() else "") + PROBE_SOURCE
+    source = ("#include <cutlass/version.h>\n" if cutlass_include() else "") + PROBE_SOURCE
     with _PROBE_LOCK:
-        why = sandbox.probe(cfg.nvcc, _include_dirs(), _sandbox_root(cfg),
+        why = sandbox.probe(cfg.nvcc, _include_dirs(cfg), _sandbox_root(cfg),
                             tuple(tuple(c) for c in v2_commands(cfg, "kernel.cu")), source)
     if not why:
         return "sandboxed", ""
@@ -150,8 +150,21 @@ _PROBE_LOCK = threading.Lock()
 PROBE_SOURCE = 'extern "C" __global__ void probe(int *x) { x[0] = 1; }\n'
 
 
-def _include_dirs() -> tuple[str, ...]:
-    return (inc,) if (inc := cutlass_include()) else ()
+def _include_dirs(cfg: BuildConfig | None = None) -> tuple[str, ...]:
+    """The include folders a v2 build's compiler is shown beyond the toolkit's: CUTLASS's, and the
+    absolute ones `cfg.flags` name (-I, -isystem, --include-path, --system-include; a relative one
+    is inside the build folder). With `-I /opt/inc` in build.flags and its headers in
+    build.extra_headers, every build that included one failed in the sandbox, 'No such file', and
+    was cached as the source's verdict, while the probe (which includes none) passed and an open
+    build, the library's rebuild say, passed: one source, two verdicts by machine (review 52)."""
+    dirs = [inc] if (inc := cutlass_include()) else []
+    flags = list(cfg.flags) if cfg else []
+    for flag, after in zip(flags, flags[1:] + [""]):
+        if flag in ("-I", "-isystem", "--include-path", "--system-include"):
+            dirs.append(after)
+        elif m := re.fullmatch(r"(?:-I|-isystem|--include-path=|--system-include=)=?(.+)", flag):
+            dirs.append(m.group(1))
+    return tuple(d for d in dict.fromkeys(dirs) if os.path.isabs(d))
 
 
 def _sandbox_root(cfg: BuildConfig) -> str:   # the empty folder each sandbox mounts its root on
@@ -384,7 +397,7 @@ def _compile_v2(work: Path, cfg: BuildConfig, folder: Path, spec: launch.LaunchS
         return None, "", BuildResult(False, "", "build", reason=f"sandbox: {why} (build.sandbox is 'on')")
     to_ptx, to_cubin = v2_commands(cfg, "kernel.cu")
     if state == "sandboxed":
-        to_ptx, to_cubin = (sandbox.wrap(c, str(work), _sandbox_root(cfg), cfg.nvcc, _include_dirs())
+        to_ptx, to_cubin = (sandbox.wrap(c, str(work), _sandbox_root(cfg), cfg.nvcc, _include_dirs(cfg))
                             for c in (to_ptx, to_cubin))
     to_ptx, to_cubin = bounded(to_ptx, cfg.max_memory_mb), bounded(to_cubin, cfg.max_memory_mb)
     started = time.monotonic()
