@@ -1,13 +1,14 @@
 """Review 52: the compiler's sandbox again (harness/sandbox.py) and where a build's words and verdicts
-go next. An include folder of the build's flags the sandbox did not show."""
+go next. A private folder shown again from inside a hidden one, a loop of links that showed its
+folder, an include folder of the build's flags the sandbox did not show."""
 
 import dataclasses
 
 import pytest
 
-from cudal2.harness import build, sandbox
+from cudal2.harness import build, policy, sandbox
 
-from .conftest import NAIVE, needs_nvcc
+from .conftest import BAD, NAIVE, needs_nvcc
 
 pytestmark = needs_nvcc
 
@@ -17,6 +18,36 @@ def works(tmp_path_factory) -> None:
     why = sandbox.probe("nvcc", build._include_dirs(), str(tmp_path_factory.mktemp("root")))
     if why:
         pytest.skip(f"no sandbox on this machine: {why}")
+
+
+@pytest.fixture
+def no_policy(monkeypatch):
+    monkeypatch.setattr(policy, "check_device_only", lambda *a, **k: [])
+
+
+def test_a_cache_in_a_folder_shown_from_inside_the_hidden_home_is_hidden(works, no_policy, tmp_path, monkeypatch, cfg):
+    # /usr/local holds the home folder, an include folder of its venv is shown from inside it, and
+    # the build cache is inside that: only the home folder was hidden, the cache shown with the venv
+    usr = tmp_path / "usr" / "local"
+    home, venv_inc = usr / "zz52-home", usr / "zz52-home" / "venv" / "include"
+    neighbour = venv_inc / "cache" / "zz52-neighbour"
+    neighbour.mkdir(parents=True)
+    (neighbour / "kernel.cu").write_text("#error zz-found-it\n")
+    monkeypatch.setenv("HOME", str(home))
+    shown = build._include_dirs
+    monkeypatch.setattr(build, "_include_dirs", lambda c=None: (*shown(c), str(usr), str(venv_inc)))
+    src = (BAD / "zz52_nested_cache_neighbour.cu").read_text().replace("/usr/local", str(usr))
+    r = build.build(src, dataclasses.replace(cfg.build, sandbox="on", cache_dir=str(venv_inc / "cache")))
+    assert not r.ok and "zz-found-it" not in r.log + r.reason and "No such file" in r.reason, r.reason
+
+
+def test_a_folder_named_through_a_loop_of_links_shows_nothing(tmp_path):
+    # _links gave up after 1000 steps and returned the folder it had reached: the loop's own folder
+    (tmp_path / "a").symlink_to("b")
+    (tmp_path / "b").symlink_to("a")
+    ops, copies = sandbox.layout("nvcc", [str(tmp_path / "a" / "include")], [], [])
+    assert not any(sandbox._inside(op[1:], str(tmp_path)) or sandbox._inside(str(tmp_path), op[1:])
+                   for op in ops if op[1:] not in sandbox.SYSTEM)
 
 
 def test_an_include_folder_the_build_flags_name_builds_as_it_does_open(works, tmp_path, cfg):
