@@ -1,6 +1,7 @@
 """Review 52: the compiler's sandbox again (harness/sandbox.py) and where a build's words and verdicts
 go next. A private folder shown again from inside a hidden one, a loop of links that showed its
-folder, an include folder of the build's flags the sandbox did not show."""
+folder, an include folder of the build's flags the sandbox did not show, and a sandbox failure
+stored and rewarded as the source's verdict."""
 
 import dataclasses
 
@@ -23,6 +24,13 @@ def works(tmp_path_factory) -> None:
 @pytest.fixture
 def no_policy(monkeypatch):
     monkeypatch.setattr(policy, "check_device_only", lambda *a, **k: [])
+
+
+@pytest.fixture
+def failing_setup(monkeypatch):
+    """A sandbox that fails to start after the probe passed (a mount refused)."""
+    monkeypatch.setattr(sandbox, "_SETUP", sandbox._SETUP.replace("mount -t tmpfs -o size=4m", "mount -t zz52fs -o size=4m"))
+    monkeypatch.setattr(sandbox, "probe", lambda *a: "")
 
 
 def test_a_cache_in_a_folder_shown_from_inside_the_hidden_home_is_hidden(works, no_policy, tmp_path, monkeypatch, cfg):
@@ -59,3 +67,29 @@ def test_an_include_folder_the_build_flags_name_builds_as_it_does_open(works, tm
     src = "#include <zz52/tile.h>\n" + NAIVE
     on, off = (build.build(src, dataclasses.replace(bcfg, sandbox=m, cache_dir=str(tmp_path / m))) for m in ("on", "off"))
     assert on.ok and off.ok and on.device_sha256 == off.device_sha256, on.reason
+
+
+def test_a_sandbox_that_does_not_start_is_not_the_sources_stored_verdict(works, failing_setup, tmp_path, cfg):
+    # review 51 kept it out of the build cache; the results db stored it, reused on every resume
+    from cudal2.harness.evaluate import Candidate, Evaluator, result_key
+    from cudal2.harness.store import Store
+    from cudal2.problem import Problem
+    bcfg = dataclasses.replace(cfg, build=dataclasses.replace(cfg.build, sandbox="on"))
+    store, p = Store(str(tmp_path / "r.sqlite")), Problem(64, 64, 64)
+    ev = Evaluator(bcfg, store)
+    try:
+        (r,) = ev.evaluate([Candidate("zz52", NAIVE)], p)
+    finally:
+        ev.close()
+    assert not r.ok and r.reason.startswith("sandbox: ")
+    assert store.get(result_key(NAIVE, p, bcfg, "")) is None
+
+
+def test_a_sandbox_that_does_not_start_earns_no_reward(works, failing_setup, tmp_path):
+    # the reward service gave it the floor, kept for the run
+    from cudal2.config import Config
+    from cudal2.problem import Problem
+    from cudal2.rl.service import RewardService
+    svc = RewardService(Config.load(build={"cache_dir": str(tmp_path / "cache"), "sandbox": "on"}), gpu=False)
+    (parts,) = svc.score(["```cuda\n" + NAIVE + "\n```"], [Problem(64, 64, 64)])
+    assert parts.reward is None and parts.reason.startswith("sandbox: ") and not svc.cache

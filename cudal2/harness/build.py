@@ -39,8 +39,9 @@ Guarantees:
   make it read, stat or wait on a host file (`BuildConfig.sandbox`: where the sandbox cannot run,
   'auto' builds without it and warns, 'on' refuses); whether it can is probed once per process
   with the build's own commands (flags, ptxas), and the answer is part of the build's key and of
-  the stored verdict's (`evaluate.result_key`); a sandbox that then fails to start fails the build
-  uncached, as a timeout does (the machine's fault, not the source's);
+  the stored verdict's (`evaluate.result_key`); a sandbox that then fails to start, or one 'on'
+  refuses, fails the build with `infra` set (the machine's fault, not the source's): cached
+  nowhere, as a timeout is not in the build cache, and stored nowhere as the source's verdict;
 - the ptxas resource report (registers, shared memory, barriers, stack, spills per entry
   function) and the compiler's output are artifacts of the result, cached with the library.
 
@@ -86,6 +87,12 @@ class BuildResult:
     spec: dict | None = None   # the v2 launch spec (launch.LaunchSpec.to_dict())
     cached: bool = False
     seconds: float = 0.0
+    # The machine's failure, not the source's (the sandbox refused or did not start): kept by no
+    # cache, the build's, the results db's (`Evaluator.evaluate`) or the reward service's, and worth
+    # no reward. Review 51 kept it out of the build cache only: the results db stored it as the
+    # source's verdict, reused on every resumed run, and the reward service gave it the floor and
+    # kept that for the run (review 52).
+    infra: bool = False
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -394,7 +401,7 @@ def _compile_v1(work: Path, cfg: BuildConfig, folder: Path) -> tuple[int | None,
 def _compile_v2(work: Path, cfg: BuildConfig, folder: Path, spec: launch.LaunchSpec) -> tuple[int | None, str, BuildResult]:
     state, why = sandbox_state(cfg)
     if state == "refused":
-        return None, "", BuildResult(False, "", "build", reason=f"sandbox: {why} (build.sandbox is 'on')")
+        return None, "", BuildResult(False, "", "build", reason=f"sandbox: {why} (build.sandbox is 'on')", infra=True)
     to_ptx, to_cubin = v2_commands(cfg, "kernel.cu")
     if state == "sandboxed":
         to_ptx, to_cubin = (sandbox.wrap(c, str(work), _sandbox_root(cfg), cfg.nvcc, _include_dirs(cfg))
@@ -448,8 +455,9 @@ def binary_violations(path: Path, spec: launch.LaunchSpec) -> list[str]:
 def _unsandboxed(why: str, log: str) -> BuildResult:
     """The sandbox failed to start after the probe passed (unshare refused: the machine's namespace
     limit reached; a mount failed): the machine's fault, not the source's, so it is not cached
-    (returned with rc None, as a timeout is); it was the source's cached verdict (review 51)."""
-    return BuildResult(False, "", "build", reason=f"sandbox: {why}", log=_trim(log))
+    (returned with rc None, as a timeout is); it was the source's cached verdict (review 51). It is
+    `infra` too: the results db stored it, and the reward service rewarded it (review 52)."""
+    return BuildResult(False, "", "build", reason=f"sandbox: {why}", log=_trim(log), infra=True)
 
 
 def _failed(rc: int | None, log: str, cfg: BuildConfig) -> BuildResult:
