@@ -1,9 +1,10 @@
 """Review 52: the compiler's sandbox again (harness/sandbox.py) and where a build's words and verdicts
 go next. A private folder shown again from inside a hidden one, a loop of links that showed its
-folder, an include folder of the build's flags the sandbox did not show, and a sandbox failure
-stored and rewarded as the source's verdict."""
+folder, an include folder of the build's flags the sandbox did not show, a sandbox failure stored
+and rewarded as the source's verdict, and a reason's markup and escapes printed to the terminal."""
 
 import dataclasses
+import io
 
 import pytest
 
@@ -93,3 +94,17 @@ def test_a_sandbox_that_does_not_start_earns_no_reward(works, failing_setup, tmp
     svc = RewardService(Config.load(build={"cache_dir": str(tmp_path / "cache"), "sandbox": "on"}), gpu=False)
     (parts,) = svc.score(["```cuda\n" + NAIVE + "\n```"], [Problem(64, 64, 64)])
     assert parts.reward is None and parts.reason.startswith("sandbox: ") and not svc.cache
+
+
+def test_a_reasons_markup_and_escapes_print_as_written(cfg):
+    # an `#error` line is the reason: `[/zz52]` raised MarkupError, its ESC sequences reached the terminal
+    from rich.console import Console
+
+    from cudal2.report import result_table
+    from cudal2.result import EvalResult, Stage
+    b = build.build((BAD / "zz52_reason_escapes.cu").read_text(), cfg.build)
+    assert not b.ok and "\x1b]0;zz52-title" in b.reason
+    out = io.StringIO()
+    Console(file=out, force_terminal=True, width=400).print(
+        result_table(EvalResult(name="zz52", source_hash="", M=64, N=64, K=64).fail(Stage.BUILD, b.reason)))
+    assert "[/zz52]" in out.getvalue() and "\x1b]" not in out.getvalue() and "\x1b[2J" not in out.getvalue()
