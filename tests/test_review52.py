@@ -1,16 +1,20 @@
 """Review 52: the compiler's sandbox again (harness/sandbox.py) and where a build's words and verdicts
 go next. A private folder shown again from inside a hidden one, a loop of links that showed its
 folder, an include folder of the build's flags the sandbox did not show, a sandbox failure stored
-and rewarded as the source's verdict, and a reason's markup and escapes printed to the terminal."""
+and rewarded as the source's verdict, a reason's markup and escapes printed to the terminal, and a
+library manifest whose rebuild wrote outside its folder or compiled host code."""
 
 import dataclasses
+import hashlib
 import io
+import json
+import os
 
 import pytest
 
 from cudal2.harness import build, policy, sandbox
 
-from .conftest import BAD, NAIVE, needs_nvcc
+from .conftest import BAD, KERNELS, NAIVE, needs_nvcc
 
 pytestmark = needs_nvcc
 
@@ -108,3 +112,32 @@ def test_a_reasons_markup_and_escapes_print_as_written(cfg):
     Console(file=out, force_terminal=True, width=400).print(
         result_table(EvalResult(name="zz52", source_hash="", M=64, N=64, K=64).fail(Stage.BUILD, b.reason)))
     assert "[/zz52]" in out.getvalue() and "\x1b]" not in out.getvalue() and "\x1b[2J" not in out.getvalue()
+
+
+def _library(folder, source: str, eid: str = "zz52") -> None:
+    folder.mkdir(parents=True)
+    (folder / "k.cu").write_text(source)
+    entry = {"id": eid, "M": 64, "N": 64, "K": 64, "family": "naive", "params": {}, "provenance": {"kind": "llm"},
+             "source": "k.cu", "source_sha256": hashlib.sha256(source.encode()).hexdigest(), "device_sha256": "0" * 64,
+             "build": {}, "measured": {}, "gpu": {}, "date": "", "binary": "k.cubin", "spec": {}}
+    (folder / "manifest.json").write_text(json.dumps({"version": 1, "entries": [entry]}))
+
+
+def test_a_manifest_id_with_a_folder_part_is_refused(tmp_path):
+    # the rebuild wrote `<id>.cubin` beside the manifest: '../x' wrote x.cubin outside the library
+    from cudal2.library.manifest import LibraryError, read
+    _library(tmp_path / "lib" / "sm90", NAIVE, eid="../zz52-outside")
+    with pytest.raises(LibraryError, match="plain name"):
+        read(tmp_path / "lib" / "sm90", check_binaries=False)
+
+
+def test_a_rebuild_compiles_no_host_code(tmp_path, cfg):
+    # a manifest's source without a launch spec was built as v1 host code: outside the sandbox,
+    # without the memory limit
+    from rich.console import Console
+
+    from cudal2.library.rebuild import rebuild
+    _library(tmp_path / "lib", (KERNELS / "good" / "naive.cu").read_text())
+    report = rebuild(tmp_path / "lib", cfg.build, Console(file=io.StringIO()))
+    assert report["failed"] and "host code" in report["failed"][0]
+    assert not os.path.exists(build.cache_root(cfg.build)), os.listdir(build.cache_root(cfg.build))
