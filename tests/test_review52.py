@@ -1,8 +1,9 @@
 """Review 52: the compiler's sandbox again (harness/sandbox.py) and where a build's words and verdicts
 go next. A private folder shown again from inside a hidden one, a loop of links that showed its
 folder, an include folder of the build's flags the sandbox did not show, a sandbox failure stored
-and rewarded as the source's verdict, a reason's markup and escapes printed to the terminal, and a
-library manifest whose rebuild wrote outside its folder or compiled host code."""
+and rewarded as the source's verdict, a reason's markup and escapes printed to the terminal, a
+library manifest whose rebuild wrote outside its folder or compiled host code, and a relative
+build.nvcc that only the sandboxed build found."""
 
 import dataclasses
 import hashlib
@@ -141,3 +142,13 @@ def test_a_rebuild_compiles_no_host_code(tmp_path, cfg):
     report = rebuild(tmp_path / "lib", cfg.build, Console(file=io.StringIO()))
     assert report["failed"] and "host code" in report["failed"][0]
     assert not os.path.exists(build.cache_root(cfg.build)), os.listdir(build.cache_root(cfg.build))
+
+
+def test_a_relative_nvcc_builds_open_as_it_does_sandboxed(works, tmp_path, monkeypatch, cfg):
+    # build.nvcc = bin/nvcc: the open build's shell ran it from the build folder, 'not found', cached
+    real = next(p for p in sandbox.toolkit_dirs("nvcc") if os.path.isfile(os.path.join(p, "nvcc.profile")))
+    (tmp_path / "bin").symlink_to(os.path.realpath(real))
+    monkeypatch.chdir(tmp_path)
+    bcfg = dataclasses.replace(cfg.build, nvcc="bin/nvcc")
+    on, off = (build.build(NAIVE, dataclasses.replace(bcfg, sandbox=m, cache_dir=str(tmp_path / m))) for m in ("on", "off"))
+    assert on.ok and off.ok and on.device_sha256 == off.device_sha256, off.reason

@@ -313,8 +313,11 @@ def bounded(cmd: list[str], memory_mb: int) -> list[str]:
     tool = shutil.which(cmd[0])
     if tool is None:   # what Popen raises for a missing program (the shell would exit 127, cached as a failure)
         raise FileNotFoundError(2, "No such file or directory", cmd[0])
-    return ["sh", "-c", f'ulimit -v {memory_mb * 1024} && ulimit -f {MAX_FILE_MB * 2048} && exec "$@"', "sh", tool,
-            *cmd[1:]]
+    # absolute: the shell runs in the build folder, where a relative build.nvcc (bin/nvcc) is not;
+    # every open build failed 'not found', cached as the source's, while `sandbox.wrap` made it
+    # absolute and the sandboxed build passed (review 52)
+    return ["sh", "-c", f'ulimit -v {memory_mb * 1024} && ulimit -f {MAX_FILE_MB * 2048} && exec "$@"', "sh",
+            os.path.abspath(tool), *cmd[1:]]
 
 
 def _run_killable(cmd: list[str], cwd: str, timeout: float) -> tuple[int | None, str]:
