@@ -260,12 +260,13 @@ def library_build(root: Optional[Path] = LibOpt, arch: Optional[str] = ArchOpt,
     where = existing_folder(root, arch)
     try:
         from cudal2.library.rebuild import rebuild
+        from cudal2.report import plain
         report = rebuild(where, load_config(config).build, out)
     except LibraryError as e:
         fail(str(e))
     out.print(f"{len(report['shipped'])} binaries shipped in {where}; {len(report['failed'])} failed")
     for line in report["failed"]:
-        err.print(f"  build failed: {line}")
+        err.print(f"  build failed: {plain(line)}", highlight=False)
     if report["kept"]:
         out.print(f"{len(report['kept'])} entries keep their shipped binary: this toolkit builds other device code "
                   "from their sources (the shipped one is what the judge verified)")

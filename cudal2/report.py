@@ -1,7 +1,8 @@
 """Human-readable tables of results. Every number names its unit; every table names GPU and mode.
 
 Guarantees: pure formatting of values already measured; nothing here computes a new figure
-except geometric means and counts over those values.
+except geometric means and counts over those values; text a candidate's bytes reach (a failure's
+reason) is printed as it is (`plain`): no markup, no control character.
 
 Does not: measure anything.
 """
@@ -9,11 +10,26 @@ Does not: measure anything.
 from __future__ import annotations
 
 import math
+import re
 
 import pandas as pd
+from rich.markup import escape
 from rich.table import Table
 
 from cudal2.result import EvalResult
+
+
+# Control characters, C1 too (U+009B is a CSI to some terminals); tab and newline stay.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def plain(text: str) -> str:
+    """`text` (a reason: what a compiler or a check said, quoting a candidate's bytes) for rich to
+    print as written: markup escaped, each control character shown as '?'. A kernel's `#error`
+    line is its build's reason verbatim: `[/x]` in it raised rich's MarkupError out of `cudal2
+    eval` (a traceback after the build), and its ESC sequences (a window title, a cleared screen,
+    OSC 52 writing the clipboard) reached the user's terminal (review 52)."""
+    return escape(_CONTROL.sub("?", text))
 
 
 def result_table(r: EvalResult) -> Table:
@@ -22,7 +38,7 @@ def result_table(r: EvalResult) -> Table:
     t.add_column("item"); t.add_column("value")
     t.add_row("verdict", "[green]PASS[/]" if r.ok else f"[red]FAIL[/] at stage {r.stage.value}")
     if not r.ok:
-        t.add_row("reason", r.reason)
+        t.add_row("reason", plain(r.reason))
     if r.fault:
         t.add_row("fault", r.fault.value)
     res = r.build.get("resources") or {}

@@ -39,8 +39,9 @@ Guarantees:
   make it read, stat or wait on a host file (`BuildConfig.sandbox`: where the sandbox cannot run,
   'auto' builds without it and warns, 'on' refuses); whether it can is probed once per process
   with the build's own commands (flags, ptxas), and the answer is part of the build's key and of
-  the stored verdict's (`evaluate.result_key`); a sandbox that then fails to start fails the build
-  uncached, as a timeout does (the machine's fault, not the source's);
+  the stored verdict's (`evaluate.result_key`); a sandbox that then fails to start, or one 'on'
+  refuses, fails the build with `infra` set (the machine's fault, not the source's): cached
+  nowhere, as a timeout is not in the build cache, and stored nowhere as the source's verdict;
 - the ptxas resource report (registers, shared memory, barriers, stack, spills per entry
   function) and the compiler's output are artifacts of the result, cached with the library.
 
@@ -86,6 +87,12 @@ class BuildResult:
     spec: dict | None = None   # the v2 launch spec (launch.LaunchSpec.to_dict())
     cached: bool = False
     seconds: float = 0.0
+    # The machine's failure, not the source's (the sandbox refused or did not start): kept by no
+    # cache, the build's, the results db's (`Evaluator.evaluate`) or the reward service's, and worth
+    # no reward. Review 51 kept it out of the build cache only: the results db stored it as the
+    # source's verdict, reused on every resumed run, and the reward service gave it the floor and
+    # kept that for the run (review 52).
+    infra: bool = False
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -134,9 +141,9 @@ def sandbox_state(cfg: BuildConfig) -> tuple[str, str]:
     # probe of nvcc alone passed where every build then failed in the sandbox, cached as the
     # candidate's failure; review 51). One probe at a time: build_many's threads asked at once, each
     # probed, and a key could be made from one thread's answer and the build run on another's.
-    source = ("#include <cutlass/version.h>\n" if _include_dirs() else "") + PROBE_SOURCE
+    source = ("#include <cutlass/version.h>\n" if cutlass_include() else "") + PROBE_SOURCE
     with _PROBE_LOCK:
-        why = sandbox.probe(cfg.nvcc, _include_dirs(), _sandbox_root(cfg),
+        why = sandbox.probe(cfg.nvcc, _include_dirs(cfg), _sandbox_root(cfg),
                             tuple(tuple(c) for c in v2_commands(cfg, "kernel.cu")), source)
     if not why:
         return "sandboxed", ""
@@ -150,8 +157,21 @@ _PROBE_LOCK = threading.Lock()
 PROBE_SOURCE = 'extern "C" __global__ void probe(int *x) { x[0] = 1; }\n'
 
 
-def _include_dirs() -> tuple[str, ...]:
-    return (inc,) if (inc := cutlass_include()) else ()
+def _include_dirs(cfg: BuildConfig | None = None) -> tuple[str, ...]:
+    """The include folders a v2 build's compiler is shown beyond the toolkit's: CUTLASS's, and the
+    absolute ones `cfg.flags` name (-I, -isystem, --include-path, --system-include; a relative one
+    is inside the build folder). With `-I /opt/inc` in build.flags and its headers in
+    build.extra_headers, every build that included one failed in the sandbox, 'No such file', and
+    was cached as the source's verdict, while the probe (which includes none) passed and an open
+    build, the library's rebuild say, passed: one source, two verdicts by machine (review 52)."""
+    dirs = [inc] if (inc := cutlass_include()) else []
+    flags = list(cfg.flags) if cfg else []
+    for flag, after in zip(flags, flags[1:] + [""]):
+        if flag in ("-I", "-isystem", "--include-path", "--system-include"):
+            dirs.append(after)
+        elif m := re.fullmatch(r"(?:-I|-isystem|--include-path=|--system-include=)=?(.+)", flag):
+            dirs.append(m.group(1))
+    return tuple(d for d in dict.fromkeys(dirs) if os.path.isabs(d))
 
 
 def _sandbox_root(cfg: BuildConfig) -> str:   # the empty folder each sandbox mounts its root on
@@ -293,8 +313,11 @@ def bounded(cmd: list[str], memory_mb: int) -> list[str]:
     tool = shutil.which(cmd[0])
     if tool is None:   # what Popen raises for a missing program (the shell would exit 127, cached as a failure)
         raise FileNotFoundError(2, "No such file or directory", cmd[0])
-    return ["sh", "-c", f'ulimit -v {memory_mb * 1024} && ulimit -f {MAX_FILE_MB * 2048} && exec "$@"', "sh", tool,
-            *cmd[1:]]
+    # absolute: the shell runs in the build folder, where a relative build.nvcc (bin/nvcc) is not;
+    # every open build failed 'not found', cached as the source's, while `sandbox.wrap` made it
+    # absolute and the sandboxed build passed (review 52)
+    return ["sh", "-c", f'ulimit -v {memory_mb * 1024} && ulimit -f {MAX_FILE_MB * 2048} && exec "$@"', "sh",
+            os.path.abspath(tool), *cmd[1:]]
 
 
 def _run_killable(cmd: list[str], cwd: str, timeout: float) -> tuple[int | None, str]:
@@ -381,10 +404,10 @@ def _compile_v1(work: Path, cfg: BuildConfig, folder: Path) -> tuple[int | None,
 def _compile_v2(work: Path, cfg: BuildConfig, folder: Path, spec: launch.LaunchSpec) -> tuple[int | None, str, BuildResult]:
     state, why = sandbox_state(cfg)
     if state == "refused":
-        return None, "", BuildResult(False, "", "build", reason=f"sandbox: {why} (build.sandbox is 'on')")
+        return None, "", BuildResult(False, "", "build", reason=f"sandbox: {why} (build.sandbox is 'on')", infra=True)
     to_ptx, to_cubin = v2_commands(cfg, "kernel.cu")
     if state == "sandboxed":
-        to_ptx, to_cubin = (sandbox.wrap(c, str(work), _sandbox_root(cfg), cfg.nvcc, _include_dirs())
+        to_ptx, to_cubin = (sandbox.wrap(c, str(work), _sandbox_root(cfg), cfg.nvcc, _include_dirs(cfg))
                             for c in (to_ptx, to_cubin))
     to_ptx, to_cubin = bounded(to_ptx, cfg.max_memory_mb), bounded(to_cubin, cfg.max_memory_mb)
     started = time.monotonic()
@@ -435,8 +458,9 @@ def binary_violations(path: Path, spec: launch.LaunchSpec) -> list[str]:
 def _unsandboxed(why: str, log: str) -> BuildResult:
     """The sandbox failed to start after the probe passed (unshare refused: the machine's namespace
     limit reached; a mount failed): the machine's fault, not the source's, so it is not cached
-    (returned with rc None, as a timeout is); it was the source's cached verdict (review 51)."""
-    return BuildResult(False, "", "build", reason=f"sandbox: {why}", log=_trim(log))
+    (returned with rc None, as a timeout is); it was the source's cached verdict (review 51). It is
+    `infra` too: the results db stored it, and the reward service rewarded it (review 52)."""
+    return BuildResult(False, "", "build", reason=f"sandbox: {why}", log=_trim(log), infra=True)
 
 
 def _failed(rc: int | None, log: str, cfg: BuildConfig) -> BuildResult:

@@ -11,7 +11,8 @@ Guarantees:
 - a candidate that hangs, crashes or leaves a sticky CUDA error costs only itself: its result
   records the fault and the stage, and the worker is replaced;
 - an exception inside the harness itself comes back as a failed result carrying its traceback,
-  and is not stored, so a fixed harness re-judges that candidate on resume;
+  and is not stored, so a fixed harness re-judges that candidate on resume; nor is a build the
+  machine failed (`BuildResult.infra`: the compiler's sandbox did not start);
 - a candidate's trust decides its contract before anything is built (`trust.refusal`): an
   untrusted v1 file never compiles;
 - the judge receives an artifact (the built binary, its kind and launch spec), never a source;
@@ -132,8 +133,9 @@ class Evaluator:
             for i in todo:  # judge in submission order as builds finish: the GPU stays busy
                 b = builds[i].result() if i in builds else BuildResult(False, "", "policy", reason=f"policy: {refused[i]}")
                 r = self._finish(cands[i], p, b, profile, time_it)
-                if self.store is not None and "harness_traceback" not in r.checks:
-                    # A harness bug is not the candidate's verdict: never store it as one.
+                if self.store is not None and "harness_traceback" not in r.checks and not b.infra:
+                    # A harness bug is not the candidate's verdict: never store it as one; nor a
+                    # build the machine failed (its sandbox did not start; review 52).
                     self.store.put_source(cands[i].source)
                     self.store.put(self._key(cands[i], p, profile, time_it), r)
                 out[i] = r

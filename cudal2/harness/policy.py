@@ -35,7 +35,9 @@ reward-hacking catalogue cheaply; obfuscated forms (a launch on a literal 0 stre
 kept in the workspace, an every-other-call flag in the one allowed `static bool`) pass here
 and are caught by the runtime checks in `harness/judge.py`. Nor does it keep the compiler from host files
 by construction: these rules close that class only as far as they read a file as gcc, cicc and
-the allowed headers do (five reviews found routes they missed); the compiler runs unsandboxed.
+the allowed headers do (five reviews found routes they missed); where the compiler runs outside
+its sandbox (v1 host code, `build.sandbox` off, or 'auto' on a machine without user namespaces;
+see `sandbox.py`), these rules are all that stands between a source and the machine's files.
 """
 
 from __future__ import annotations

@@ -14,8 +14,9 @@ user namespaces are allowed), chrooted into a fresh tmpfs holding only
 - the build folder `work`, read-write, at its own path (so the binary is the one an open build makes:
   the compiler sees the same paths);
 - no /proc, /sys, /etc (beyond the loader's files), /home, /root, /tmp, /var, no project checkout,
-  no other build's folder, no network, never the whole of /: where a shown folder holds the home
-  folder or the folder of the build folder (the build cache), an empty folder hides it;
+  no other build's folder, no network, never the whole of /: wherever a shown folder shows the
+  home folder or the folder of the build folder (the build cache), an empty folder hides it, a
+  shown folder inside a hidden one included (`layout`);
 with an environment of PATH, HOME and TMPDIR (the build folder), SOURCE_DATE_EPOCH, TZ=UTC0 and
 LC_ALL=C, and, where util-linux `setpriv` is installed, no capability (the mount namespace still
 holds the machine's root below the chroot; without capabilities neither chroot(2) nor a mount of
@@ -30,12 +31,16 @@ Does not: hide what is under /usr (system headers, documentation, and whatever e
 installs there, a system-wide site-packages included) or inside the host compiler's prefix (a gcc
 installed in a conda environment shows the environment, site-packages and conda-meta with it) or
 the toolkit's own folders (nvcc's bin folder: in a conda environment, every program of it); hide a
-private folder other than those two (a results db or checkout inside a shown folder is shown);
+private folder other than those two (a results db or checkout inside a shown folder is shown), or
+one the machine mounts again inside a shown folder (it compares paths: a bind mount of the home
+folder under /usr shows it there);
 limit memory, time or output (`build.bounded`, `bounded_run` do); give the compiler the caller's
 environment (NVCC_PREPEND_FLAGS, NVCC_CCBIN, CPATH and the like reach an open build only); run
 where user namespaces are refused (some distributions restrict them, some containers' seccomp
 filters too): `probe` says why, and the build then runs unsandboxed with a warning or refuses, as
-`BuildConfig.sandbox` says.
+`BuildConfig.sandbox` says (its answer is kept for the process: a probe that failed for a passing
+reason, a namespace limit reached or a timeout on a busy machine, leaves 'auto' building open
+until the process ends).
 """
 
 from __future__ import annotations
@@ -166,26 +171,33 @@ def _gcc_prefix(tool: str) -> str:
     return os.path.realpath(m.group(1)) if m else str(Path(os.path.realpath(tool)).parent.parent)
 
 
-def _links(path: str) -> tuple[list[str], str]:
+def _links(path: str) -> tuple[list[str], str | None]:
     """(the symbolic links met resolving the absolute `path`, each named by a path of folders that
-    are not links, in order; the path it resolves to)."""
-    links, done, todo = [], "/", [c for c in path.split("/") if c]
-    for _ in range(1000):   # a loop of links stops here, unresolved
-        if not todo:
-            break
+    are not links, in order; the path it resolves to, or None where it resolves to nothing: past
+    MAX_LINKS links, as a loop of links is, the kernel refuses it (ELOOP), and so does the
+    compiler. It was the folder reached when the count ran out, shown whole: an include folder
+    named through a loop in /tmp/x showed /tmp/x, every file beside the loop; review 52)."""
+    links: list[str] = []
+    done, todo = "/", [c for c in path.split("/") if c]
+    while todo:
         c = todo.pop(0)
         if c == "..":
             done = os.path.dirname(done)
         elif c != ".":
             here = os.path.join(done, c)
-            if os.path.islink(here):
-                links.append(here)
-                target = os.readlink(here)
-                done = "/" if target.startswith("/") else done
-                todo[:0] = [t for t in target.split("/") if t]
-            else:
+            if not os.path.islink(here):
                 done = here
+                continue
+            if len(links) == MAX_LINKS:
+                return links, None
+            links.append(here)
+            target = os.readlink(here)
+            done = "/" if target.startswith("/") else done
+            todo[:0] = [t for t in target.split("/") if t]
     return links, done
+
+
+MAX_LINKS = 40   # links one path may go through (Linux's MAXSYMLINKS)
 
 
 def layout(nvcc: str, include_dirs: list[str], programs: list[str], private: list[str]) -> tuple[list[str], list[str]]:
@@ -194,10 +206,18 @@ def layout(nvcc: str, include_dirs: list[str], programs: list[str], private: lis
     or ptxas, gcc, g++) at the path the compiler is given or the open build runs it by, links and all
     (a toolkit reached through a linked folder, /opt/cuda -> /opt/cuda-12.8, was missing; a ~/bin/gcc
     link to another gcc was another compiler in the sandbox; an include folder named through a
-    venv's lib64 link was missing; review 51), each once (a path inside a shown folder is
-    covered by it), and never / (which would show /proc, /home and the rest). A `private` folder
-    (the home folder, the build cache) that lies inside a shown folder is hidden under an empty
-    one; the paths shown inside it are bound after that."""
+    venv's lib64 link was missing; review 51), never / (which would show /proc, /home and the
+    rest), nor a path that does not resolve (a loop of links). Each `private` folder (the home
+    folder, the build cache) is hidden under an empty one wherever a shown folder shows it.
+
+    One rule, outer paths first (at one path, the folder before its hiding): a folder is bound
+    where nothing bound shows it yet, a private folder hidden where a bound folder shows it, then
+    each file and link put where no bound folder shows it. So a folder shown inside a hidden one
+    (an include folder in the home folder, where /usr holds the home folder) is bound after the
+    hiding, and a private folder inside that one is hidden again: the rule of review 51 hid only
+    the outermost private folder and bound such folders after it, and a build cache inside a
+    folder shown from the hidden home folder was there whole, every other build's source and
+    verdict with it (review 52)."""
     links, files, dirs = [p for p in SYSTEM if os.path.islink(p)], [], []
     for p in SYSTEM:
         if os.path.isdir(p) and not os.path.islink(p):
@@ -205,33 +225,26 @@ def layout(nvcc: str, include_dirs: list[str], programs: list[str], private: lis
         elif os.path.exists(p) and not os.path.islink(p):
             files.append(p)
     dirs += host_compiler_dirs()
-    for folder in (*toolkit_dirs(nvcc), *include_dirs):   # shown at the path the compiler is given
-        chain, real = _links(os.path.abspath(folder))
-        links += chain
-        dirs.append(real)
-    for prog in programs:
-        chain, real = _links(os.path.abspath(prog))
-        links += chain
-        files.append(real)
+    for into, paths in ((dirs, (*toolkit_dirs(nvcc), *include_dirs)), (files, programs)):
+        for p in paths:   # shown at the path the compiler is given
+            chain, real = _links(os.path.abspath(p))
+            if real is not None:
+                links += chain
+                into.append(real)
     dirs = [p for p in dict.fromkeys(dirs) if p != "/" and os.path.isdir(p)]
     files = [p for p in dict.fromkeys(files) if os.path.exists(p) and not os.path.isdir(p)]
-    seen = [h for h in {os.path.realpath(p) for p in private if p}
-            if h != "/" and os.path.isdir(h) and any(_inside(h, q) for q in dirs)]
-    hidden = sorted(h for h in seen if not any(_inside(h, g) and g != h for g in seen))
+    hidden = {h for h in (os.path.realpath(p) for p in private if p) if h != "/" and os.path.isdir(h)}
+    ops: list[str] = []
 
-    def late(p: str) -> bool:   # shown from inside a hidden folder: bound after the folder is hidden
-        return any(_inside(p, h) and p != h for h in hidden)
+    def bound(p: str) -> bool:   # the innermost folder op so far that holds p binds a folder
+        holding = [op[0] for op in ops if op[0] in "dh" and _inside(p, op[1:])]
+        return bool(holding) and holding[-1] == "d"
 
-    shown: list[str] = []
-    for p in sorted(dirs, key=len):   # outer folders first
-        if not any(_inside(p, q) and late(p) == late(q) for q in shown):
-            shown.append(p)
-    covered = lambda p: any(_inside(p, q) and (late(q) or not late(p)) for q in shown)
-    ops = [f"d{p}" for p in shown if not late(p)] + [f"f{p}" for p in files if not late(p) and not covered(p)]
-    ops += [f"h{h}" for h in hidden]
-    ops += [f"d{p}" for p in shown if late(p)] + [f"f{p}" for p in files if late(p) and not covered(p)]
-    copies = [p for p in dict.fromkeys(links) if p not in ("/",) and not covered(p)]
-    return ops, copies
+    for p, tag in sorted([(p, "d") for p in dirs] + [(h, "h") for h in hidden], key=lambda t: (len(t[0]), t[1], t[0])):
+        if bound(p) == (tag == "h"):   # a folder where none shows it; a hiding where one does
+            ops.append(tag + p)
+    ops += [f"f{p}" for p in files if not bound(p)]
+    return ops, [p for p in dict.fromkeys(links) if not bound(p)]
 
 
 def _inside(p: str, folder: str) -> bool:

@@ -398,7 +398,7 @@ def evaluate_task(source: str, task_id: str, cfg: Config, worker=None, **kw) -> 
     from cudal2.harness.worker import Worker
     res = build.build(source, cfg.build)
     if not res.ok:
-        return {"ok": False, "stage": res.stage, "reason": res.reason, "task": task_id}
+        return {"ok": False, "stage": res.stage, "reason": res.reason, "task": task_id, "infra": res.infra}
     if res.kind != "cubin" or not res.spec or res.spec.get("task") != task_id:
         return {"ok": False, "stage": "policy", "task": task_id,
                 "reason": f"not a device-only file with a launch spec for task {task_id!r}"}

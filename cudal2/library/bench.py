@@ -23,7 +23,7 @@ from rich.progress import track
 from cudal2.config import Config
 from cudal2.harness.evaluate import Evaluator
 from cudal2.library.runtime import Library
-from cudal2.report import bench_table
+from cudal2.report import bench_table, plain
 from cudal2.result import EvalResult
 
 
@@ -46,7 +46,8 @@ def _judge_all(lib: Library, cfg: Config, gpu: str, console: Console, time_it: b
 def verify_entries(lib: Library, cfg: Config, gpu: str, console: Console) -> list[str]:
     bad = []
     for eid, r in _judge_all(lib, cfg, gpu, console, time_it=False):
-        console.print(f"{'[green]ok[/]' if r.ok else '[red]FAIL[/]'} {eid}" + ("" if r.ok else f" at {r.stage.value}: {r.reason}"))
+        console.print(f"{'[green]ok[/]' if r.ok else '[red]FAIL[/]'} {plain(eid)}" +
+                      ("" if r.ok else f" at {r.stage.value}: {plain(r.reason)}"))
         if not r.ok:
             bad.append(eid)
     console.print(f"{len(lib.entries) - len(bad)}/{len(lib.entries)} entries pass on this GPU")
@@ -73,7 +74,7 @@ def bench_entries(lib: Library, cfg: Config, gpu: str, console: Console, json_ou
     results = [r for _, r in _judge_all(lib, cfg, gpu, console, time_it=True, on_result=append)]
     for r in results:
         if not r.ok:
-            console.print(f"[red]FAIL[/] {r.name} at {r.stage.value}: {r.reason}")
+            console.print(f"[red]FAIL[/] {plain(r.name)} at {r.stage.value}: {plain(r.reason)}")
     console.print(bench_table(results))
     return results
 

@@ -182,7 +182,8 @@ def _speedups_ok(sp: Any, nested: bool) -> bool:
 
 def _plain_name(x: Any) -> bool:
     """A file name beside the manifest: no folder part, so nothing outside the library folder is
-    read, hashed, overwritten or deleted (writer.add unlinks a replaced entry's files)."""
+    read, hashed, overwritten or deleted (writer.add unlinks a replaced entry's files; a rebuild
+    writes `<id>.cubin`)."""
     return isinstance(x, str) and x not in ("", ".", "..") and "/" not in x and "\\" not in x and "\0" not in x
 
 
@@ -190,8 +191,9 @@ def _malformed(e: Entry) -> str:
     """Why an entry's fields are not what the library's code relies on ('' when they are): every
     bad value is refused here, in one line, never met later as a TypeError or IndexError in a
     lookup or a user's call (review 42)."""
-    if not isinstance(e.id, str) or not e.id:
-        return f"id {e.id!r} is not a non-empty string"
+    if not _plain_name(e.id):   # `cudal2 library build` writes `<id>.cubin` beside the manifest: an id
+        # of '../x' wrote x.cubin outside the library (review 52)
+        return f"id {str(e.id)[:80]!r} is not a plain name (non-empty, no folder part)"
     if not (_dim(e.N) and _dim(e.K)) or e.K % 8:
         return f"bad shape N={e.N!r} K={e.K!r} (positive 32-bit ints, K a multiple of 8)"
     if (e.M is None) == (e.m_range is None):

@@ -2,8 +2,9 @@
 
 Guarantees: every entry's source is built with the flags and archs the entry records, when they are
 ones a manifest may ask for (`recorded_build`: nvcc runs its stages through a shell, so a recorded
-`-DZ=$(cmd)` ran cmd, and -ccbin or -Xcompiler name any program; review 46), else it is not built
-and is reported as failed, unchanged; a contract
+`-DZ=$(cmd)` ran cmd, and -ccbin or -Xcompiler name any program; review 46) and the source is
+contract v2 (a launch spec: host code is compiled outside the compiler's sandbox; review 52), else
+it is not built and is reported as failed, unchanged; a contract
 v2 entry gets its cubin written beside the manifest, with its launch spec, and the manifest is
 rewritten atomically. An entry whose rebuilt device hash differs from the recorded one (another
 toolkit or host compiler) keeps its shipped binary when that is intact (report "kept": it is what
@@ -26,6 +27,7 @@ import re
 from pathlib import Path
 
 from cudal2.config import BuildConfig
+from cudal2.harness import trust
 from cudal2.harness.build import build_all
 from cudal2.library import manifest
 
@@ -61,9 +63,16 @@ def rebuild(folder: Path, cfg: BuildConfig, console) -> dict[str, list[str]]:
     entries = manifest.read(folder, check_binaries=False)
     report: dict[str, list[str]] = {"shipped": [], "changed": [], "kept": [], "failed": []}
     cfgs: dict[int, BuildConfig] = {}
+    sources = {i: (folder / e.source).read_text() for i, e in enumerate(entries)}
     for i, e in enumerate(entries):
         try:
-            cfgs[i] = recorded_build(e, cfg)
+            c = recorded_build(e, cfg)
+            # a source without a launch spec is v1 host code, which the build compiles open (no
+            # sandbox, no memory limit: it trusts v1 as a user's own file); a manifest's source
+            # is no user's file, and a library holds v2 entries only (review 52)
+            if why := trust.refusal(sources[i], "untrusted", {}, e.problem()):
+                raise ValueError(why)
+            cfgs[i] = c
         except ValueError as err:   # never built: the entry stays as it is
             report["failed"].append(f"{e.id}: {err}")
     # One parallel build per distinct flag set.
@@ -72,7 +81,7 @@ def rebuild(folder: Path, cfg: BuildConfig, console) -> dict[str, list[str]]:
         groups.setdefault((tuple(c.flags), tuple(c.archs)), []).append(i)
     results = {}
     for todo in groups.values():
-        built = build_all([(folder / entries[i].source).read_text() for i in todo], cfgs[todo[0]], console)
+        built = build_all([sources[i] for i in todo], cfgs[todo[0]], console)
         results.update(zip(todo, built))
     out = []
     for i, e in enumerate(entries):

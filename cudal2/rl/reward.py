@@ -8,8 +8,8 @@ Guarantees (`shape`):
 - compiling alone earns nothing more than the floor; a speedup that is not a finite positive
   number (which the judge's sanity check should make impossible) earns the floor too, so no
   reward is ever NaN or infinite;
-- an infrastructure fault (the harness's own error, no GPU to judge on) returns None, never a
-  penalty: TRL gives a row whose rewards are all None an advantage of 0;
+- an infrastructure fault (the harness's own error, no GPU to judge on, a build whose sandbox did
+  not start) returns None, never a penalty: TRL gives a row whose rewards are all None an advantage of 0;
 - `RewardParts` keeps every part (stage, compiled, verified, speedup, ncu, reason) for the trace.
 
 Does not: run anything (see `service.py`).

@@ -3,8 +3,9 @@
 Guarantees:
 - each completion is parsed as `generate` parses a full-file completion (a parse error gets the
   floor, with the parser's reason); sources are untrusted, so the judge's contract v2 applies;
-- a batch is deduplicated by (source hash, target), and results are cached across batches: the
-  same kernel for the same target is judged once; a target is an HGEMM shape (the GEMM judge,
+- a batch is deduplicated by (source hash, target), and verdicts are cached across batches: the
+  same kernel for the same target is judged once; an infrastructure fault (no reward: no GPU, the
+  harness's error, a build whose sandbox did not start) is not a verdict and is judged again; a target is an HGEMM shape (the GEMM judge,
   speedup = its score) or a general task id (the task judge, `harness.task_judge`, speedup
   against the torch reference);
 - builds run in parallel on every core; with a GPU, judging runs in the harness's worker
@@ -76,7 +77,8 @@ class RewardService:
         if todo:
             keys = list(todo)
             for key, parts in zip(keys, self._judge([(todo[k][0], k[1]) for k in keys])):
-                self.cache[key] = parts
+                if parts.reward is not None:   # an infrastructure fault is the machine's, for now only
+                    self.cache[key] = parts
                 for i in todo[key][1]:
                     out[i] = parts
             self.judged += len(keys)
@@ -87,8 +89,8 @@ class RewardService:
         builds = build_many([src for src, _ in jobs], self.cfg.build)
         out: list[RewardParts] = []
         for (src, p), b in zip(jobs, builds):
-            if not b.ok:
-                out.append(shape(T, b.stage, False, reason=b.reason))
+            if not b.ok:   # the floor, unless the machine failed it (its sandbox did not start; review 52)
+                out.append(shape(T, b.stage, False, infra=b.infra, reason=b.reason))
             elif not self.gpu:
                 out.append(shape(T, Stage.BUILD.value, True, infra=True, reason=NO_GPU))
             elif isinstance(p, str):
@@ -107,5 +109,5 @@ class RewardService:
         T = self.cfg.train
         r = evaluate_task(src, task_id, self.cfg, self.task_worker())
         if not r.get("ok"):
-            return shape(T, r.get("stage", "worker"), False, reason=r.get("reason", ""))
+            return shape(T, r.get("stage", "worker"), False, infra=bool(r.get("infra")), reason=r.get("reason", ""))
         return shape(T, Stage.DONE.value, True, speedup=min(r["speedup"].values()))

@@ -38,6 +38,7 @@ def run_prebuild(problems: list[Problem], cfg: Config, console: Console) -> int:
     judges them first. A shape with candidates already pending gets those built, no new round.
     Returns 0 when every build succeeded."""
     from cudal2.harness.build import build_all, cache_root
+    from cudal2.report import plain
     store = Store(cfg.run.db)
     fams = [get_family(f) for f in cfg.search.families]
     # The evaluator's worker is never started: next_round only proposes.
@@ -54,7 +55,7 @@ def run_prebuild(problems: list[Problem], cfg: Config, console: Console) -> int:
     results = build_all(sources, cfg.build, console)
     failed = [r for r in results if not r.ok]
     for r in failed[:5]:
-        console.print(f"[red]build failed[/] ({r.stage}): {r.reason}")
+        console.print(f"[red]build failed[/] ({r.stage}): {plain(r.reason)}")
     console.print(f"{len(results) - len(failed)} built ({sum(r.cached for r in results)} already cached), {len(failed)} failed")
     return 1 if failed else 0
 
