@@ -25,6 +25,22 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(skip)
 
 
+@pytest.fixture(scope="module")
+def works(tmp_path_factory) -> None:
+    """Skips where the compiler's sandbox cannot run on this machine."""
+    from cudal2.harness import build, sandbox
+    why = sandbox.probe("nvcc", build._include_dirs(), str(tmp_path_factory.mktemp("root")))
+    if why:
+        pytest.skip(f"no sandbox on this machine: {why}")
+
+
+@pytest.fixture
+def no_policy(monkeypatch):
+    """The source policy switched off: what the compiler's sandbox does on its own."""
+    from cudal2.harness import policy
+    monkeypatch.setattr(policy, "check_device_only", lambda *a, **k: [])
+
+
 @pytest.fixture
 def cfg(tmp_path) -> Config:
     """Defaults with a private build cache and results db."""

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from cudal2.harness import build, evaluate, policy, sandbox
+from cudal2.harness import build, evaluate, sandbox
 
 from .conftest import BAD, NAIVE, needs_nvcc
 
@@ -22,18 +22,6 @@ pytestmark = needs_nvcc
 # the folder of the real nvcc (its profile's _HERE_), behind any wrapper on PATH
 BIN = next((os.path.realpath(p) for p in sandbox.toolkit_dirs("nvcc") if os.path.isfile(os.path.join(p, "nvcc.profile"))),
            "")
-
-
-@pytest.fixture(scope="module")
-def works(tmp_path_factory) -> None:
-    why = sandbox.probe("nvcc", build._include_dirs(), str(tmp_path_factory.mktemp("root")))
-    if why:
-        pytest.skip(f"no sandbox on this machine: {why}")
-
-
-@pytest.fixture
-def no_policy(monkeypatch):
-    monkeypatch.setattr(policy, "check_device_only", lambda *a, **k: [])
 
 
 def _wrapper(folder, name: str, target: str, extra: str = "") -> str:

@@ -13,23 +13,11 @@ import os
 
 import pytest
 
-from cudal2.harness import build, policy, sandbox
+from cudal2.harness import build, sandbox
 
 from .conftest import BAD, KERNELS, NAIVE, needs_nvcc
 
 pytestmark = needs_nvcc
-
-
-@pytest.fixture(scope="module")
-def works(tmp_path_factory) -> None:
-    why = sandbox.probe("nvcc", build._include_dirs(), str(tmp_path_factory.mktemp("root")))
-    if why:
-        pytest.skip(f"no sandbox on this machine: {why}")
-
-
-@pytest.fixture
-def no_policy(monkeypatch):
-    monkeypatch.setattr(policy, "check_device_only", lambda *a, **k: [])
 
 
 @pytest.fixture
