@@ -78,7 +78,7 @@ def test_a_private_folder_inside_a_shown_one_is_hidden(works, tmp_path):
     assert r.stdout.split() == ["zz-header", "mine"] and "zz-neighbour" not in r.stdout
 
 
-def test_a_toolkit_reached_through_a_linked_folder_runs_in_the_sandbox(tmp_path, monkeypatch):
+def test_a_toolkit_reached_through_a_linked_folder_runs_in_the_sandbox(works, tmp_path, monkeypatch):
     # /opt/cuda -> /opt/cuda-12.8: nvcc's path named a folder the sandbox did not have
     (tmp_path / "cuda").symlink_to(os.path.dirname(BIN))
     monkeypatch.setenv("PATH", f"{tmp_path / 'cuda' / 'bin'}{os.pathsep}{os.environ['PATH']}")
@@ -99,7 +99,7 @@ def test_the_sandbox_runs_the_gcc_the_open_build_runs(works, tmp_path, monkeypat
     assert "zz-alt-gcc" in said["off"] and "zz-alt-gcc" in said["on"], said
 
 
-def test_the_setup_finds_chroot_without_sbin_on_path(tmp_path, monkeypatch):
+def test_the_setup_finds_chroot_without_sbin_on_path(works, tmp_path, monkeypatch):
     # a Debian user's PATH has no /usr/sbin, where chroot is: the probe failed and 'auto' built open
     monkeypatch.setenv("PATH", os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep) if "sbin" not in p))
     assert sandbox.probe.__wrapped__("nvcc", build._include_dirs(), str(tmp_path / "root")) == ""
