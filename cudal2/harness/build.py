@@ -141,7 +141,7 @@ def sandbox_state(cfg: BuildConfig) -> tuple[str, str]:
     # probe of nvcc alone passed where every build then failed in the sandbox, cached as the
     # candidate's failure; review 51). One probe at a time: build_many's threads asked at once, each
     # probed, and a key could be made from one thread's answer and the build run on another's.
-    source = ("#include <cutlass/version.h>\n" if cutlass_include() else "") + PROBE_SOURCE
+    source = ("#include <cutlass/version.h>\n" if cutlass_include() else "") + sandbox.PROBE_SOURCE
     with _PROBE_LOCK:
         why = sandbox.probe(cfg.nvcc, _include_dirs(cfg), _sandbox_root(cfg),
                             tuple(tuple(c) for c in v2_commands(cfg, "kernel.cu")), source)
@@ -154,7 +154,6 @@ def sandbox_state(cfg: BuildConfig) -> tuple[str, str]:
 
 
 _PROBE_LOCK = threading.Lock()
-PROBE_SOURCE = 'extern "C" __global__ void probe(int *x) { x[0] = 1; }\n'
 
 
 def _include_dirs(cfg: BuildConfig | None = None) -> tuple[str, ...]:

@@ -34,8 +34,7 @@ from typing import Callable, Iterable
 
 from cudal2.config import Config
 from cudal2.harness import trust
-from cudal2.harness import build as _build
-from cudal2.harness.build import BuildResult, build, nvcc_version
+from cudal2.harness.build import BuildResult, build, nvcc_version, sandbox_state
 from cudal2.harness.artifact import JudgeRequest
 from cudal2.harness.launch import LaunchSpec
 from cudal2.harness.store import Store, source_hash
@@ -90,7 +89,7 @@ def result_key(source: str, p: Problem, cfg: Config, gpu: str, profile: bool = F
     # results db where the compiler is sandboxed (review 51)
     parts = [source_hash(source), str(p), cfg.digest("build", "verify", "timing"), gpu, nvcc_version(cfg.build.nvcc),
              "profile" if profile else "", "" if time_it else "verify-only", judge_version(),
-             _build.sandbox_state(cfg.build)[0]]
+             sandbox_state(cfg.build)[0]]
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:32]
 
 

@@ -269,9 +269,12 @@ def wrap(cmd: list[str], work: str, root: str, nvcc: str, include_dirs: list[str
             os.path.abspath(tool), *cmd[1:]]
 
 
+PROBE_SOURCE = 'extern "C" __global__ void probe(int *x) { x[0] = 1; }\n'   # the least kernel nvcc and ptxas build
+
+
 @functools.cache
 def probe(nvcc: str, include_dirs: tuple[str, ...], root: str, commands: tuple[tuple[str, ...], ...] = (),
-          source: str = 'extern "C" __global__ void probe(int *x) { x[0] = 1; }\n') -> str:
+          source: str = PROBE_SOURCE) -> str:
     """'' where `commands` (a build's own, run in order in a folder holding `source` as `kernel.cu`;
     by default nvcc to PTX) all succeed in the sandbox here; else why not, in one line. Given the
     build's commands, and a source that includes from `include_dirs`, the probe fails where a build

@@ -5,9 +5,9 @@ Guarantees:
   floor, with the parser's reason); sources are untrusted, so the judge's contract v2 applies;
 - a batch is deduplicated by (source hash, target), and verdicts are cached across batches: the
   same kernel for the same target is judged once; an infrastructure fault (no reward: no GPU, the
-  harness's error, a build whose sandbox did not start) is not a verdict and is judged again; a target is an HGEMM shape (the GEMM judge,
-  speedup = its score) or a general task id (the task judge, `harness.task_judge`, speedup
-  against the torch reference);
+  harness's error, a build whose sandbox did not start) is not a verdict and is judged again; a
+  target is an HGEMM shape (the GEMM judge, speedup = its score) or a general task id (the task
+  judge, `harness.task_judge`, speedup against the torch reference);
 - builds run in parallel on every core; with a GPU, judging runs in the harness's worker
   process (`Evaluator`), never in the caller's (the trainer's) process; without one, the reward
   stops at the build and says so: a build failure gets the floor, a kernel that built gets None
