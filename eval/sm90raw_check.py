@@ -12,6 +12,8 @@ verified and timed at five big shapes. Run on the GPU machine; nothing is assert
                                                             then verify + time at HYBRID_SHAPES
   python eval/sm90raw_check.py --out r.json --mid           small-batch prefill (M = 128, 512): wide tiles, splits
                                                             and stream-K at five LLM layer shapes
+  python eval/sm90raw_check.py --out r.json --stream        L2 eviction priorities (B evict_first, A evict_last)
+                                                            beside the same points without, at six M = 128 shapes
   python eval/sm90raw_check.py --out r.json --hilbert       ORDER=hilbert beside the same points in grouped
                                                             order: verify at HILBERT_ODD_SHAPES, then verify +
                                                             time at HILBERT_SHAPES
@@ -86,6 +88,12 @@ HILBERT_ODD_SHAPES = [Problem(6000, 700, 2048), Problem(1025, 1001, 4104), Probl
 MID_SHAPES = [Problem(128, 4096, 14336), Problem(128, 14336, 4096), Problem(128, 28672, 8192),
               Problem(512, 14336, 4096), Problem(512, 4096, 14336)]
 
+# The M = 128 shapes where cuBLAS reads B below the load path's ceiling (eval/bstream_probe.cu,
+# results/bstream_probe_h100_2026-11-25.json): long K (A of 3.7-7.3 MB, pushed out of L2 by the
+# stream of B unless B's lines go first) and very wide N.
+STREAM_SHAPES = [Problem(128, 8192, 28672), Problem(128, 5120, 27648), Problem(128, 3584, 18944),
+                 Problem(128, 4096, 14336), Problem(128, 28672, 8192), Problem(128, 128256, 4096)]
+
 BASE = dict(BM=128, BN=256, CONSUMERS=2, STAGES=4, GROUP_M=8, EPI="direct", CLUSTER=1, MAX_CTAS=132,
             SPLIT_K=1, SCHED="tiles", ORDER="grouped")
 SMALL = dict(BM=64, CONSUMERS=1)
@@ -151,6 +159,13 @@ POINTS = {
     "tma_128x112_s6": dict(BN=112, STAGES=6, EPI="tma"),
     "tma_128x96_s7": dict(BN=96, STAGES=7, EPI="tma"),
 }
+# ---- L2 eviction priorities (M = 128): each point as it was, with B evict_first, and with A evict_last too ----
+for _name in ("tma_128x112_s6", "hy_tma_128x256_s3", "hy_tma_128x128_s5", "sk4_128x256", "sk2_64x128_s6",
+              "streamk_128x128_s6", "sk2_128x128_s6"):
+    POINTS[_name + "_bf"] = dict(POINTS[_name], L2="b_first")
+    POINTS[_name + "_al"] = dict(POINTS[_name], L2="a_last")
+STREAM_POINTS = [n + v for n in ("tma_128x112_s6", "hy_tma_128x256_s3", "hy_tma_128x128_s5", "sk4_128x256",
+                                 "sk2_64x128_s6", "streamk_128x128_s6", "sk2_128x128_s6") for v in ("", "_bf", "_al")]
 THIN_POINTS = ["tma_128x256_s3", "small_64x128", "sk8_64x128", "sk4_64x64_s8", "sk2_64x128_s6", "sk3_64x80",
                "sk4_128x128", "sk2_128x128_c2", "streamk_64x96", "streamk_128x112_c2"]
 HYBRID_POINTS = ["tma_128x256_s3", "hy_tma_128x256_s3", "c2_tma_128x256_s3", "hy_c2_tma_128x256_s3", "hy_128x256",
@@ -215,11 +230,15 @@ def main() -> int:
     ap.add_argument("--mid", action="store_true",
                     help="small-batch prefill (MID_POINTS) at SPLIT_ODD_SHAPES and MID_SHAPES (M = 128, 512); "
                          "--points and --shapes (indices into MID_SHAPES) narrow it further")
+    ap.add_argument("--stream", action="store_true",
+                    help="L2 eviction priorities at M = 128 (STREAM_POINTS) at SPLIT_ODD_SHAPES and STREAM_SHAPES; "
+                         "--points and --shapes (indices into STREAM_SHAPES) narrow it further")
     args = ap.parse_args()
 
     fam, lim = Sm90Raw(), Limits()
     default, pool, odd = ((THIN_POINTS, THIN_SHAPES, SPLIT_ODD_SHAPES) if args.thin else
                           (MID_POINTS, MID_SHAPES, SPLIT_ODD_SHAPES) if args.mid else
+                          (STREAM_POINTS, STREAM_SHAPES, SPLIT_ODD_SHAPES) if args.stream else
                           (HYBRID_POINTS, HYBRID_SHAPES, HYBRID_ODD_SHAPES) if args.hybrid else
                           (HILBERT_POINTS, HILBERT_SHAPES, HILBERT_ODD_SHAPES) if args.hilbert else
                           (list(POINTS), SHAPES, ODD_SHAPES))
