@@ -12,8 +12,8 @@ verified and timed at five big shapes. Run on the GPU machine; nothing is assert
                                                             then verify + time at HYBRID_SHAPES
   python eval/sm90raw_check.py --out r.json --mid           small-batch prefill (M = 128, 512): wide tiles, splits
                                                             and stream-K at five LLM layer shapes
-  python eval/sm90raw_check.py --out r.json --stream        L2 eviction priorities (B evict_first, A evict_last)
-                                                            beside the same points without, at six M = 128 shapes
+  python eval/sm90raw_check.py --out r.json --stream        seven M = 128 points at six M = 128 shapes (on a5407f8
+                                                            also with L2 eviction priorities, since removed)
   python eval/sm90raw_check.py --out r.json --hilbert       ORDER=hilbert beside the same points in grouped
                                                             order: verify at HILBERT_ODD_SHAPES, then verify +
                                                             time at HILBERT_SHAPES
@@ -159,13 +159,9 @@ POINTS = {
     "tma_128x112_s6": dict(BN=112, STAGES=6, EPI="tma"),
     "tma_128x96_s7": dict(BN=96, STAGES=7, EPI="tma"),
 }
-# ---- L2 eviction priorities (M = 128): each point as it was, with B evict_first, and with A evict_last too ----
-for _name in ("tma_128x112_s6", "hy_tma_128x256_s3", "hy_tma_128x128_s5", "sk4_128x256", "sk2_64x128_s6",
-              "streamk_128x128_s6", "sk2_128x128_s6"):
-    POINTS[_name + "_bf"] = dict(POINTS[_name], L2="b_first")
-    POINTS[_name + "_al"] = dict(POINTS[_name], L2="a_last")
-STREAM_POINTS = [n + v for n in ("tma_128x112_s6", "hy_tma_128x256_s3", "hy_tma_128x128_s5", "sk4_128x256",
-                                 "sk2_64x128_s6", "streamk_128x128_s6", "sk2_128x128_s6") for v in ("", "_bf", "_al")]
+# ---- M = 128, where B streams from HBM once (STREAM_SHAPES): whole tiles, the hybrid, split-K, stream-K ----
+STREAM_POINTS = ["tma_128x112_s6", "hy_tma_128x256_s3", "hy_tma_128x128_s5", "sk4_128x256", "sk2_64x128_s6",
+                 "streamk_128x128_s6", "sk2_128x128_s6"]
 THIN_POINTS = ["tma_128x256_s3", "small_64x128", "sk8_64x128", "sk4_64x64_s8", "sk2_64x128_s6", "sk3_64x80",
                "sk4_128x128", "sk2_128x128_c2", "streamk_64x96", "streamk_128x112_c2"]
 HYBRID_POINTS = ["tma_128x256_s3", "hy_tma_128x256_s3", "c2_tma_128x256_s3", "hy_c2_tma_128x256_s3", "hy_128x256",
@@ -231,7 +227,7 @@ def main() -> int:
                     help="small-batch prefill (MID_POINTS) at SPLIT_ODD_SHAPES and MID_SHAPES (M = 128, 512); "
                          "--points and --shapes (indices into MID_SHAPES) narrow it further")
     ap.add_argument("--stream", action="store_true",
-                    help="L2 eviction priorities at M = 128 (STREAM_POINTS) at SPLIT_ODD_SHAPES and STREAM_SHAPES; "
+                    help="the M = 128 points (STREAM_POINTS) at SPLIT_ODD_SHAPES and STREAM_SHAPES; "
                          "--points and --shapes (indices into STREAM_SHAPES) narrow it further")
     args = ap.parse_args()
 

@@ -137,10 +137,6 @@ class Sm90Raw(Family):
         # iterations, partial tiles fixed up by sm90raw_reduce (against wave quantization); "hybrid":
         # whole items for the full waves, then one stream-K wave over the rest, fixed up in the kernel
         "SCHED": ("tiles", "streamk", "hybrid"),
-        # L2 eviction priorities of the loads: "b_first" reads B (used once) as evict_first, so it does
-        # not push A (re-read by every tile column) out of L2; "a_last" also marks A evict_last. For
-        # memory-bound shapes (M <= 128): results/bstream_probe_h100_2026-11-25.json (CLUSTER=1 only)
-        "L2": ("none", "b_first", "a_last"),
     }
 
     def context(self, params: Params, p: Problem) -> dict[str, Any]:
@@ -180,7 +176,7 @@ class Sm90Raw(Family):
         fixup = sched == "hybrid"                      # partials fixed up in the kernel, which writes C
         flag_offset = slots * BM * BN * 4
         return {
-            "ORDER": params.get("ORDER", "grouped"), "L2": params.get("L2", "none"),
+            "ORDER": params.get("ORDER", "grouped"),
             "SPLIT_K": S, "SCHED": sched, "WS": ws, "FIXUP": fixup, "UNIT_LOOP": ws or fixup,
             "UNITS": units, "WORKERS": workers,
             "TOTAL_ITERS": items * ktiles, "PER_CTA_KTILES": per_cta_ktiles,
@@ -243,10 +239,6 @@ class Sm90Raw(Family):
         if params.get("ORDER") == "hilbert" and params["GROUP_M"] != self.space["GROUP_M"][0]:
             return (f"ORDER=hilbert ignores GROUP_M={params['GROUP_M']} "
                     f"(the same kernel as GROUP_M={self.space['GROUP_M'][0]})")
-        if params.get("L2", "none") not in self.space["L2"]:
-            return f"L2={params['L2']!r}: one of {self.space['L2']}"
-        if params.get("L2", "none") != "none" and CL > 1:
-            return f"L2={params['L2']}: the multicast loads of a {CL}-CTA cluster carry no L2 hint"
         if params["MAX_CTAS"] > lim.sm_count:
             return f"MAX_CTAS={params['MAX_CTAS']} exceeds the {lim.sm_count} SMs: a persistent grid is one wave"
         why = self._invalid_split(params, p, lim, d)
