@@ -158,9 +158,11 @@ class LLMConfig:
 @dataclass
 class LibraryConfig:
     root: str = _f("", "Kernel library folder; empty means the kernels_out/ folder beside the package.")
-    serve_margin: float = _f(0.02, "An entry is served (and a search winner published) only where its measured speedup "
-                                   "over the vendor GEMM is at least 1 + this in every timing mode (for an entry: on the median "
-                                   "of its recent benches, each at least 1); elsewhere the vendor runs.", ge=-1.0)
+    serve_margin: float = _f(0.02, "A search winner is published only where the judge measured it faster than the vendor "
+                                   "on the caller's operands (cuBLAS TN, cuBLASLt) by at least this in every timing mode; "
+                                   "an entry is served only where its speedup over the vendor is at least 1 + this in every "
+                                   "mode (on the median of its recent product benches against F.linear, each at least 1; "
+                                   "before any bench, over vendor_default); elsewhere the vendor runs.", ge=-1.0)
 
 
 @dataclass

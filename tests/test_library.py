@@ -253,3 +253,31 @@ def test_an_exact_entry_whose_spec_does_not_resolve_at_its_shape_is_disabled(tmp
     with pytest.warns(UserWarning, match="disabled"):
         assert lib._launchable(lib.lookup(2048, 256, 64), 2048, 256, 64) is None
     assert "exact" in lib.disabled()
+
+
+def _layout(tmp, eid, tn: float, lt: float, default: float) -> Entry:
+    e = entry(tmp, eid, score=default)
+    for s in e.measured["speedup"].values():
+        s.update(cublas_tn=tn, cublaslt=lt, vendor_default=default)
+    return e
+
+
+def test_a_win_over_the_callers_vendor_is_published_though_nn_on_a_transposed_b_is_faster(tmp_path):
+    # cuBLAS NN reads a copy of B transposed outside timing: no caller of F.linear has it
+    e = _layout(tmp_path, "beats_tn", 1.05, 1.04, 0.97)
+    assert add(tmp_path, e) and [x.id for x in manifest.read(tmp_path)] == ["beats_tn"]
+
+
+def test_a_published_entry_that_loses_to_vendor_default_is_served_only_after_a_bench(tmp_path):
+    put(tmp_path, _layout(tmp_path, "waits", 1.05, 1.04, 0.97))
+    assert Library(tmp_path).served == []
+    _bench(tmp_path, "waits", 1.04)
+    assert len(Library(tmp_path).served) == 1
+
+
+def test_publishing_needs_the_margin_over_the_faster_of_tn_and_cublaslt(tmp_path):
+    built = tmp_path / "built.cubin"
+    built.write_bytes(cubin("lt_close"))
+    e = _layout(tmp_path, "lt_close", 1.05, 1.01, 1.05)
+    assert not writer.add(tmp_path / "lib", e, "// kernel\n", binary=str(built), margin=0.02)
+    assert writer.add(tmp_path / "lib", e, "// kernel\n", binary=str(built), margin=0.0)
