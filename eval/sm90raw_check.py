@@ -17,6 +17,10 @@ verified and timed at five big shapes. Run on the GPU machine; nothing is assert
   python eval/sm90raw_check.py --out r.json --hilbert       ORDER=hilbert beside the same points in grouped
                                                             order: verify at HILBERT_ODD_SHAPES, then verify +
                                                             time at HILBERT_SHAPES
+  python eval/sm90raw_check.py --out r.json --pingpong      SCHED="pingpong" (each consumer warpgroup owns whole
+                                                            tiles, the two in turn) beside the cooperative
+                                                            128x256 points: verify at PINGPONG_ODD_SHAPES, then
+                                                            verify + time at PINGPONG_SHAPES
   ... --server-gap-us 0   server mode's idle gap before each call (default: the config's 100 us)
   ... --deadline 540    start no new shape after this many seconds (default 540: under ~10 min of GPU)
 
@@ -159,6 +163,32 @@ POINTS = {
     "tma_128x112_s6": dict(BN=112, STAGES=6, EPI="tma"),
     "tma_128x96_s7": dict(BN=96, STAGES=7, EPI="tma"),
 }
+# ---- ping-pong consumers: whole tiles per consumer warpgroup, taken in turn (the epilogue of one beside
+# the mainloop of the other), against the cooperative 128x256 points ----
+PP = dict(SCHED="pingpong", BN=128)
+POINTS.update({
+    "pp_tma_128x128_s5": dict(PP, EPI="tma", STAGES=5),
+    "pp_c2_tma_128x128_s5": dict(PP, EPI="tma", STAGES=5, CLUSTER=2),
+    "pp_128x128_s6": dict(PP, STAGES=6),
+    "pp_128x192_s5": dict(PP, BN=192, STAGES=5),
+    "pp_c2_128x192_s5": dict(PP, BN=192, STAGES=5, CLUSTER=2),
+    "pp_tma_64x256_s4": dict(PP, BM=64, BN=256, EPI="tma", STAGES=4),
+})
+PINGPONG_POINTS = ["tma_128x256_s3", "c2_tma_128x256_s3", "pp_tma_128x128_s5", "pp_c2_tma_128x128_s5",
+                   "pp_128x128_s6", "pp_128x192_s5", "pp_c2_128x192_s5", "pp_tma_64x256_s4"]
+# the band's square shapes, a deep-K layer, and mid-band dev shapes of a few waves (where an exposed
+# epilogue is a larger share of a CTA's time)
+PINGPONG_SHAPES = [Problem(4096, 4096, 4096), Problem(8192, 8192, 8192), Problem(2048, 4096, 14336),
+                   Problem(2048, 2048, 2048), Problem(1024, 2048, 4096), Problem(512, 16384, 4096),
+                   Problem(8192, 4096, 4096)]
+# verification: M, N and K tails (N % 8 == 0 for the TMA store, and odd N for the direct one), an odd
+# tile-row count under 2-CTA clusters, an odd number of items per CTA (one consumer gets one more),
+# M = 1, a short K (9 k tiles), and an M edge with an odd tile-row count where N divides the
+# tile (where the TMA-store points are valid)
+PINGPONG_ODD_SHAPES = [Problem(257, 136, 1032), Problem(4095, 2056, 1032), Problem(1025, 1001, 4104),
+                       Problem(1, 4096, 1024), Problem(600, 1000, 520), Problem(2000, 3000, 1000),
+                       Problem(1900, 2048, 1000)]
+
 # ---- M = 128, where B streams from HBM once (STREAM_SHAPES): whole tiles, the hybrid, split-K, stream-K ----
 STREAM_POINTS = ["tma_128x112_s6", "hy_tma_128x256_s3", "hy_tma_128x128_s5", "sk4_128x256", "sk2_64x128_s6",
                  "streamk_128x128_s6", "sk2_128x128_s6"]
@@ -226,6 +256,9 @@ def main() -> int:
     ap.add_argument("--mid", action="store_true",
                     help="small-batch prefill (MID_POINTS) at SPLIT_ODD_SHAPES and MID_SHAPES (M = 128, 512); "
                          "--points and --shapes (indices into MID_SHAPES) narrow it further")
+    ap.add_argument("--pingpong", action="store_true",
+                    help="ping-pong consumers (PINGPONG_POINTS) at PINGPONG_ODD_SHAPES and PINGPONG_SHAPES; "
+                         "--points and --shapes (indices into PINGPONG_SHAPES) narrow it further")
     ap.add_argument("--stream", action="store_true",
                     help="the M = 128 points (STREAM_POINTS) at SPLIT_ODD_SHAPES and STREAM_SHAPES; "
                          "--points and --shapes (indices into STREAM_SHAPES) narrow it further")
@@ -235,6 +268,7 @@ def main() -> int:
     default, pool, odd = ((THIN_POINTS, THIN_SHAPES, SPLIT_ODD_SHAPES) if args.thin else
                           (MID_POINTS, MID_SHAPES, SPLIT_ODD_SHAPES) if args.mid else
                           (STREAM_POINTS, STREAM_SHAPES, SPLIT_ODD_SHAPES) if args.stream else
+                          (PINGPONG_POINTS, PINGPONG_SHAPES, PINGPONG_ODD_SHAPES) if args.pingpong else
                           (HYBRID_POINTS, HYBRID_SHAPES, HYBRID_ODD_SHAPES) if args.hybrid else
                           (HILBERT_POINTS, HILBERT_SHAPES, HILBERT_ODD_SHAPES) if args.hilbert else
                           (list(POINTS), SHAPES, ODD_SHAPES))

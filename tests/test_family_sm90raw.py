@@ -137,7 +137,7 @@ def test_every_sampled_render_has_a_launch_spec_that_resolves_for_its_shape():
             # split-K / stream-K points add the reduction (tests/test_sm90raw_splitk.py), hybrid points
             # clear their flags first (tests/test_sm90raw_hybrid.py)
             want = {"tiles": ["sm90raw_hgemm"], "streamk": ["sm90raw_hgemm", "sm90raw_reduce"],
-                    "hybrid": ["sm90raw_clear", "sm90raw_hgemm"]}[x["SCHED"]]
+                    "hybrid": ["sm90raw_clear", "sm90raw_hgemm"], "pingpong": ["sm90raw_hgemm"]}[x["SCHED"]]
             if x["SPLIT_K"] > 1:
                 want = ["sm90raw_hgemm", "sm90raw_reduce"]
             assert [k.name for k in ks] == want, (p, x)

@@ -50,8 +50,16 @@ refuses module constant data, so the walk cannot be a table).
 
 Not covered yet (issue 12 lists them): clusters along N (A multicast; at M = 128, 64-row tiles in
 B-sharing clusters, which re-read A as little, ran no faster than 128-row tiles: the H100 check
-results/sm90raw_mid2_h100_2026-11-24.log), 128 x N ping-pong
-consumers, a TMA-store (or reduce-scatter in the cluster) epilogue for the partials.
+results/sm90raw_mid2_h100_2026-11-24.log), a TMA-store (or reduce-scatter in the cluster)
+epilogue for the partials.
+
+SCHED="pingpong": the two consumer warpgroups own whole BM x BN tiles (BM 64 or 128) and take the
+CTA's items in turn, one's epilogue beside the other's mainloop; a turn barrier per consumer hands
+the ring over item by item (its parity waits cannot tell a phase two laps back). Measured on the
+H100 (results/sm90raw_pingpong_h100_2026-12-06.json): 128x128 ping-pong with the TMA store ran at
+0.94-0.95 of the cooperative 128x256 tile at 4096^3-8192^3 (706 vs 747 TFLOP/s at 4096^3), on par at
+2048^3, and first only where 128x256 tiles leave SMs idle (1024x2048x4096: 0.965 of the vendor); the
+prior charges it accordingly. With the TMA store it needs N % BN == 0 (see `invalid`).
 
 Guarantees: `invalid` rejects, with a reason, every point the template cannot build or run for
 the shape (consumer row split, wgmma N, registers of one wgmma against the kernel-wide target and
@@ -135,8 +143,10 @@ class Sm90Raw(Family):
         "SPLIT_K": (1, 2, 3, 4, 8),
         # "tiles": whole items per CTA (with SPLIT_K); "streamk": every CTA an equal run of all the k-tile
         # iterations, partial tiles fixed up by sm90raw_reduce (against wave quantization); "hybrid":
-        # whole items for the full waves, then one stream-K wave over the rest, fixed up in the kernel
-        "SCHED": ("tiles", "streamk", "hybrid"),
+        # whole items for the full waves, then one stream-K wave over the rest, fixed up in the kernel;
+        # "pingpong": whole tiles, but each of the two consumer warpgroups owns whole BM x BN tiles and
+        # they take the CTA's items in turn, so one's epilogue overlaps the other's mainloop
+        "SCHED": ("tiles", "streamk", "hybrid", "pingpong"),
     }
 
     def context(self, params: Params, p: Problem) -> dict[str, Any]:
@@ -144,13 +154,14 @@ class Sm90Raw(Family):
         CL, EPI = params["CLUSTER"], params["EPI"]
         # a point recorded before these parameters existed meant no split and whole tiles
         S, sched = params.get("SPLIT_K", 1), params.get("SCHED", "tiles")
-        wg_m = BM // C
+        pingpong = sched == "pingpong"
+        wg_m = BM if pingpong else BM // C             # ping-pong: each consumer owns whole tiles
         tiles_m, tiles_n = cdiv(p.M, BM), cdiv(p.N, BN)
         tiles = tiles_m * tiles_n
         items = cdiv(tiles_m, CL) * tiles_n            # a work item: CL vertically adjacent tiles
         ktiles = cdiv(p.K, BK)
         stage = (BM + BN) * BK * 2
-        epi = BM * BN * 2 if EPI == "tma" else 0
+        epi = C * wg_m * BN * 2 if EPI == "tma" else 0   # a staging area per consumer
         prod, cons = REGS.get(C, (0, 0))
         units = items * S                              # split-K: (item, split) pairs
         sk_items = dp_items = flags = 0
@@ -177,7 +188,7 @@ class Sm90Raw(Family):
         flag_offset = slots * BM * BN * 4
         return {
             "ORDER": params.get("ORDER", "grouped"),
-            "SPLIT_K": S, "SCHED": sched, "WS": ws, "FIXUP": fixup, "UNIT_LOOP": ws or fixup,
+            "SPLIT_K": S, "SCHED": sched, "PINGPONG": pingpong, "WS": ws, "FIXUP": fixup, "UNIT_LOOP": ws or fixup,
             "UNITS": units, "WORKERS": workers,
             "TOTAL_ITERS": items * ktiles, "PER_CTA_KTILES": per_cta_ktiles,
             "SK_ITEMS": sk_items, "DP_ITEMS": dp_items, "FLAGS": flags, "FLAG_OFFSET": flag_offset,
@@ -188,7 +199,8 @@ class Sm90Raw(Family):
             "RED_BLOCKS": cdiv(tiles * BM * BN // 8, RED_THREADS),
             "BK": BK, "THREADS": 128 * (1 + C), "WG_M": wg_m, "M_SUB": wg_m // 64, "ACC": (wg_m // 64) * BN // 2,
             "STAGE_BYTES": stage, "EPI_BYTES": epi,
-            "SMEM_BYTES": STAGES * stage + epi + STAGES * BARRIER_BYTES + ALIGN_SLACK,
+            # (+16: ping-pong's two turn barriers)
+            "SMEM_BYTES": STAGES * stage + epi + STAGES * BARRIER_BYTES + 16 * pingpong + ALIGN_SLACK,
             # the TMA-store box: the widest of 64/32/16 columns dividing BN (its swizzle = 2 bytes x that)
             "EPI_COLS": next(w for w in (64, 32, 16, 8) if BN % w == 0),
             "TILES_M": tiles_m, "TILES_N": tiles_n, "TILES": tiles, "ITEMS": items,
@@ -205,7 +217,19 @@ class Sm90Raw(Family):
         BM, BN, C, STAGES = params["BM"], params["BN"], params["CONSUMERS"], params["STAGES"]
         if C not in REGS:
             return f"CONSUMERS={C}: 1 to 3 consumer warpgroups"
-        if BM % C or BM // C not in (64, 128):
+        if params.get("SCHED") == "pingpong":
+            if C != 2:
+                return f"SCHED=pingpong: two consumer warpgroups take the tiles in turn, not {C}"
+            if BM not in (64, 128):
+                return f"SCHED=pingpong: each consumer owns a whole tile of 64 or 128 rows, not BM={BM}"
+            if params["EPI"] == "tma" and p.N % BN:
+                # surveyed 2026-12-06 (the PINGPONG points of eval/sm90raw_check.py at 13 shapes): with a
+                # partial last tile column ptxas puts the C descriptor's address through an R2UR
+                # uniformity loop whose predicate the judge's machine-code check refuses (as the
+                # hybrid's one-consumer TMA store); every point with N % BN == 0 built clean
+                return (f"SCHED=pingpong with EPI=tma and N % BN = {p.N % BN}: ptxas turns the edge's store "
+                        "into code the judge's machine-code check refuses; EPI=direct, or a BN dividing N")
+        elif BM % C or BM // C not in (64, 128):
             return (f"BM={BM} over {C} consumer warpgroup(s): each must own 64 or 128 rows "
                     "(one or two wgmma m64 tiles)")
         if BN % 8 or not 8 <= BN <= 256:
@@ -244,7 +268,7 @@ class Sm90Raw(Family):
         why = self._invalid_split(params, p, lim, d)
         if why:
             return why
-        if (params["MAX_CTAS"] != self.space["MAX_CTAS"][0] and d["SCHED"] == "tiles"
+        if (params["MAX_CTAS"] != self.space["MAX_CTAS"][0] and d["SCHED"] in ("tiles", "pingpong")
                 and d["UNITS"] * CL <= params["MAX_CTAS"]):
             return (f"MAX_CTAS={params['MAX_CTAS']} changes nothing here: {d['UNITS'] * CL} CTAs "
                     f"(the same kernel as MAX_CTAS={self.space['MAX_CTAS'][0]})")
@@ -261,6 +285,8 @@ class Sm90Raw(Family):
             return f"SPLIT_K={S}: one of {self.space['SPLIT_K']}"
         if sched not in self.space["SCHED"]:
             return f"SCHED={sched!r}: one of {self.space['SCHED']}"
+        if sched == "pingpong" and S > 1:
+            return f"SCHED=pingpong: the consumers take whole tiles in turn, so SPLIT_K must be 1, not {S}"
         if sched != "tiles" and S > 1:
             return f"SCHED={sched} already cuts K over the CTAs: SPLIT_K must be 1, not {S}"
         if d["FIXUP"]:
@@ -353,6 +379,17 @@ class Sm90Raw(Family):
         eff = (min(1.0, intensity / 85) ** 0.5 * (0.8 if C == 1 else 1.0) * min(1.0, STAGES / 3) ** 0.3
                * (1.02 if CL > 1 else 1.0))
         epi = BM * BN * self.EPI_S_PER_ELEM * (0.2 if params["EPI"] == "tma" else 1.0)
+        if d["PINGPONG"]:
+            # measured on the H100 (results/sm90raw_pingpong_h100_2026-12-06.json, 7 shapes): with the
+            # TMA store a consumer's epilogue hides behind the other's mainloop, and 128x128 ping-pong
+            # ran at 0.94-0.95 of the cooperative 128x256 tile; the direct stores did not hide (0.71-0.77
+            # of the same tile with the TMA store), and 2-CTA clusters lost another 4-5%
+            if params["EPI"] == "tma":
+                epi *= 0.1
+            else:
+                eff *= 0.85
+            if CL > 1:
+                eff *= 0.95 / 1.02
         dram = self.DRAM_TBPS * 1e12 * min(1.0, d["GRID"] / self.DRAM_CTAS)
         ktile_s = 2 * BM * BN * BK / (self.SM_TFLOPS * 1e12 * eff)     # one k tile of one output tile
         # no run beats reading the operands once from HBM, nor its busiest CTA's k tiles in flight
