@@ -1,6 +1,7 @@
 """The sm90raw family through the judge on the GPU: one point per scheduler (whole tiles with the
-TMA-store epilogue, split-K with its separate reduction, stream-K, and the hybrid with its in-kernel
-fix-up, with and without a 2-CTA cluster) verified at a shape with M, N and K tails, the judge's
+TMA-store epilogue, split-K with its separate reduction, stream-K, the hybrid with its in-kernel
+fix-up, with and without a 2-CTA cluster, and ping-pong consumers, several items per consumer so that
+the ring is handed over many times) verified at shapes with M, N and K tails, the judge's
 determinism stage included. Correctness only: speed is eval/sm90raw_check.py's."""
 
 import pytest
@@ -18,12 +19,17 @@ BASE = dict(BM=128, BN=256, CONSUMERS=2, STAGES=3, GROUP_M=8, EPI="direct", CLUS
             SPLIT_K=1, SCHED="tiles")
 P = Problem(2000, 3000, 1000)      # M, N and K tails; 128x256 tiles: 192 items, a wave and a half
 THIN = Problem(257, 135, 4104)     # odd N (scalar stores in the reduction), a K tail over the splits
+# ping-pong: 3-4 items per CTA; an M edge with an odd tile-row count (the cluster's padding tile) where
+# N divides the tile (the TMA store), and M, N, K tails for the direct stores
+PP_TMA, PP_DIRECT = Problem(1900, 4096, 1000), Problem(4095, 2056, 1032)
 CASES = [
     ("tiles_tma", dict(EPI="tma"), P),
     ("streamk_128x112_c2", dict(BN=112, CLUSTER=2, STAGES=4, SCHED="streamk"), P),
     ("hybrid_tma", dict(EPI="tma", SCHED="hybrid"), P),
     ("hybrid_c2", dict(CLUSTER=2, SCHED="hybrid"), P),
     ("splitk3_64x80", dict(BM=64, BN=80, CONSUMERS=1, STAGES=4, SPLIT_K=3), THIN),
+    ("pingpong_tma_c2", dict(BN=128, STAGES=5, EPI="tma", CLUSTER=2, SCHED="pingpong"), PP_TMA),
+    ("pingpong_direct", dict(BN=192, STAGES=5, SCHED="pingpong"), PP_DIRECT),
 ]
 
 
@@ -31,7 +37,7 @@ def test_one_point_per_scheduler_verifies_with_tails(tmp_path):
     ev = Evaluator(Config.load(build={"cache_dir": str(tmp_path / "cache")}))
     bad = {}
     try:
-        for p in (P, THIN):
+        for p in dict.fromkeys(q for _, _, q in CASES):
             todo = [(n, {**BASE, **kw}) for n, kw, q in CASES if q == p]
             for n, x in todo:
                 assert FAM.invalid(x, p, Limits()) is None, (n, FAM.invalid(x, p, Limits()))
