@@ -206,6 +206,16 @@ def _cuobjdump() -> str | None:
     return None
 
 
+def build_clean(p: Problem, params: dict, tmp_path):
+    """Build a valid point for sm_90a; assert one kernel, no spills and no stack. The build result."""
+    assert FAM.invalid(params, p, LIM) is None
+    r = build(FAM.render(params, p), BuildConfig(cache_dir=str(tmp_path), archs=list(FAM.build_archs)))
+    assert r.ok, r.reason
+    [(entry, res)] = r.resources.items()
+    assert entry.startswith("sm90raw_hgemm") and res["spill_stores"] == 0 and res["stack"] == 0
+    return r
+
+
 BUILDS = [
     (BIG, point()),                                                        # 128x256, direct epilogue
     (EDGE, point(BM=256, BN=192, STAGES=3)),                          # 2 x m64 per consumer, M/N/K tails, odd N
@@ -216,11 +226,7 @@ BUILDS = [
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
 @pytest.mark.parametrize("p,params", BUILDS, ids=["4096cubed", "257x135x1032-256x192", "cluster2-tma"])
 def test_valid_point_builds_without_spills_and_uses_hgmma(p, params, tmp_path):
-    assert FAM.invalid(params, p, LIM) is None
-    r = build(FAM.render(params, p), BuildConfig(cache_dir=str(tmp_path), archs=list(FAM.build_archs)))
-    assert r.ok, r.reason
-    [(entry, res)] = r.resources.items()
-    assert entry.startswith("sm90raw_hgemm") and res["spill_stores"] == 0 and res["stack"] == 0
+    r = build_clean(p, params, tmp_path)
     tool = _cuobjdump()
     if tool is None:
         pytest.skip("cuobjdump not found: resources checked, SASS not")

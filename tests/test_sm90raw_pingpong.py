@@ -11,13 +11,12 @@ import subprocess
 
 import pytest
 
-from cudal2.config import BuildConfig
 from cudal2.harness import launch, policy
-from cudal2.harness.build import build
 from cudal2.kernels.family import Limits
 from cudal2.kernels.sm90raw import Sm90Raw
 from cudal2.problem import Problem
 
+from .test_family_sm90raw import build_clean
 from .test_sm90raw_hybrid import _function
 
 FAM = Sm90Raw()
@@ -119,8 +118,4 @@ def test_each_consumer_finds_its_items_where_the_producer_put_them(p, x, tmp_pat
 @pytest.mark.parametrize("p,x", [(BIG, point()), (Problem(257, 136, 1032), point(BN=192, EPI="direct")),
                                  (BIG, point(CLUSTER=2, BN=192, EPI="direct"))], ids=["tma", "edge-direct", "cluster"])
 def test_ping_pong_point_builds_without_spills(p, x, tmp_path):
-    assert FAM.invalid(x, p, LIM) is None
-    r = build(FAM.render(x, p), BuildConfig(cache_dir=str(tmp_path), archs=list(FAM.build_archs)))
-    assert r.ok, r.reason
-    [(entry, res)] = r.resources.items()
-    assert entry.startswith("sm90raw_hgemm") and res["spill_stores"] == 0 and res["stack"] == 0
+    build_clean(p, x, tmp_path)
