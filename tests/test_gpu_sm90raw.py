@@ -19,7 +19,7 @@ BASE = dict(BM=128, BN=256, CONSUMERS=2, STAGES=3, GROUP_M=8, EPI="direct", CLUS
             SPLIT_K=1, SCHED="tiles")
 P = Problem(2000, 3000, 1000)      # M, N and K tails; 128x256 tiles: 192 items, a wave and a half
 THIN = Problem(257, 135, 4104)     # odd N (scalar stores in the reduction), a K tail over the splits
-# ping-pong: 3-4 items per CTA; an M edge with an odd tile-row count (the cluster's padding tile) where
+# ping-pong: 2.7-3.9 items per CTA; an M edge with an odd tile-row count (the cluster's padding tile) where
 # N divides the tile (the TMA store), and M, N, K tails for the direct stores
 PP_TMA, PP_DIRECT = Problem(1900, 4096, 1000), Problem(4095, 2056, 1032)
 CASES = [
