@@ -5,7 +5,6 @@ rectangle forces it), and invert each other. Points build for sm_90a. Nothing he
 (eval/sm90raw_check.py --hilbert does)."""
 
 import shutil
-import subprocess
 
 import pytest
 
@@ -15,7 +14,7 @@ from cudal2.kernels.family import Limits
 from cudal2.kernels.sm90raw import Sm90Raw
 from cudal2.problem import Problem
 
-from .test_sm90raw_hybrid import _function
+from .test_sm90raw_hybrid import run_on_host
 
 FAM = Sm90Raw()
 LIM = Limits()
@@ -99,16 +98,9 @@ def test_the_renders_walk_is_the_reference_curve_and_item_index_inverts_it(p, x,
     assert FAM.invalid(x, p, LIM) is None
     d = FAM.context(x, p)
     src = FAM.render(x, p)
-    consts = src[src.index("constexpr int kM"):src.index("// ---- registers")]
     funcs = ["hsgn", "habs", "hilbert_inside", "hilbert_step", "hilbert_root", "item_of"] + (["item_index"] if d["WS"] else [])
-    prog = ("#include <cstddef>\n#define __device__\n#define __forceinline__ inline\nnamespace {\n" + consts
-            + "".join(_function(src, f) for f in funcs) + "}\n"
-            + _HOST_MAIN.replace("INDEX", "item_index(im, tn)" if d["WS"] else "-1"))
-    (tmp_path / "walk.cpp").write_text(prog)
-    cc = subprocess.run(["g++", "-std=c++17", "-O1", "-o", str(tmp_path / "walk"), str(tmp_path / "walk.cpp")],
-                        capture_output=True, text=True, timeout=120)
-    assert cc.returncode == 0, cc.stderr[-3000:]
-    out = subprocess.run([str(tmp_path / "walk")], capture_output=True, text=True, timeout=60).stdout.split("\n")
+    main = _HOST_MAIN.replace("INDEX", "item_index(im, tn)" if d["WS"] else "-1")
+    out = run_on_host(src, funcs, main, tmp_path).split("\n")
     rows = [tuple(map(int, line.split())) for line in out if line]
     items_m = d["ITEMS"] // d["TILES_N"]
     assert [(im, tn) for im, tn, _ in rows] == reference(items_m, d["TILES_N"])

@@ -180,19 +180,26 @@ def _function(src: str, name: str) -> str:
     raise AssertionError(name)
 
 
+def run_on_host(src: str, funcs, main: str, tmp_path) -> str:
+    """The render's constants and device functions `funcs`, compiled with g++ beside `main` and run on
+    the host; asserts that it builds and exits 0, and returns what it printed."""
+    consts = src[src.index("constexpr int kM"):src.index("// ---- registers")]
+    prog = ("#include <cstddef>\n#include <cstdint>\n#include <utility>\n#define __device__\n"
+            "#define __forceinline__ inline\nnamespace {\n" + consts + "".join(_function(src, f) for f in funcs)
+            + "}\n" + main)
+    (tmp_path / "host.cpp").write_text(prog)
+    cc = subprocess.run(["g++", "-std=c++17", "-O1", "-o", str(tmp_path / "host"), str(tmp_path / "host.cpp")],
+                        capture_output=True, text=True, timeout=120)
+    assert cc.returncode == 0, cc.stderr[-3000:]
+    out = subprocess.run([str(tmp_path / "host")], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stdout + out.stderr
+    return out.stdout
+
+
 @pytest.mark.skipif(shutil.which("g++") is None, reason="g++ not on PATH")
 @pytest.mark.parametrize("p,x", CASES, ids=IDS)
 def test_every_partial_has_one_writer_and_one_reader_and_waits_only_go_forward(p, x, tmp_path):
-    src = FAM.render(x, p)
-    consts = src[src.index("constexpr int kM"):src.index("// ---- registers")]
-    prog = ("#include <cstddef>\n#include <utility>\n#define __device__\n#define __forceinline__ inline\n"
-            "namespace {\n" + consts + "".join(_function(src, f) for f in _FUNCS) + "}\n" + _HOST_MAIN)
-    (tmp_path / "check.cpp").write_text(prog)
-    cc = subprocess.run(["g++", "-std=c++17", "-O1", "-o", str(tmp_path / "check"), str(tmp_path / "check.cpp")],
-                        capture_output=True, text=True, timeout=120)
-    assert cc.returncode == 0, cc.stderr[-3000:]
-    out = subprocess.run([str(tmp_path / "check")], capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0 and out.stdout.strip() == "0", out.stdout + out.stderr
+    assert run_on_host(FAM.render(x, p), _FUNCS, _HOST_MAIN, tmp_path).strip() == "0"
 
 
 # ---- builds ------------------------------------------------------------------------------------------

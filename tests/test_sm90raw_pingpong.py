@@ -7,7 +7,6 @@ walk, and builds for sm_90a with no spills. Nothing here runs on a GPU (eval/sm9
 
 import re
 import shutil
-import subprocess
 
 import pytest
 
@@ -17,7 +16,7 @@ from cudal2.kernels.sm90raw import Sm90Raw
 from cudal2.problem import Problem
 
 from .test_family_sm90raw import build_clean
-from .test_sm90raw_hybrid import _function
+from .test_sm90raw_hybrid import run_on_host
 
 FAM = Sm90Raw()
 LIM = Limits()
@@ -101,16 +100,7 @@ RING_CASES = [(BIG, point()), (Problem(600, 1000, 520), point(EPI="direct", STAG
 @pytest.mark.parametrize("p,x", RING_CASES, ids=[str(p) for p, _ in RING_CASES])
 def test_each_consumer_finds_its_items_where_the_producer_put_them(p, x, tmp_path):
     assert FAM.invalid(x, p, LIM) is None
-    src = FAM.render(x, p)
-    consts = src[src.index("constexpr int kM"):src.index("// ---- registers")]
-    prog = ("#include <cstdint>\n#define __device__\n#define __forceinline__ inline\nnamespace {\n" + consts
-            + _function(src, "ring_at") + "}\n" + _HOST_MAIN)
-    (tmp_path / "ring.cpp").write_text(prog)
-    cc = subprocess.run(["g++", "-std=c++17", "-o", str(tmp_path / "ring"), str(tmp_path / "ring.cpp")],
-                        capture_output=True, text=True, timeout=120)
-    assert cc.returncode == 0, cc.stderr[-3000:]
-    out = subprocess.run([str(tmp_path / "ring")], capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0 and out.stdout.strip() == "0", out.stdout + out.stderr
+    assert run_on_host(FAM.render(x, p), ["ring_at"], _HOST_MAIN, tmp_path).strip() == "0"
 
 
 # ---- builds ---------------------------------------------------------------------------------------
