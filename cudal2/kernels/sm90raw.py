@@ -359,10 +359,15 @@ class Sm90Raw(Family):
     EPI_S_PER_ELEM = 1.0e-12 * 132
     LAUNCH_S = 3e-6
     # The hybrid's fix-up, as an effective rate for its partial tiles: calibrated on the H100
-    # (results/sm90raw_hybrid_h100_2026-11-24.json, 128x256 tiles): the stream-K wave cost 20-40 us
+    # (results of 2026-11-24, 128x256 tiles, row-major partials): the stream-K wave cost 20-40 us
     # more than its balance saved (at 4096^3 and 2048x8192x8192 ~20 us, which 5.5 TB/s of L2 put at 9);
     # what is not traffic is the two k slices in flight instead of one, and the segment boundaries.
-    L2_TBPS = 2.2
+    # Since the partials are kept in accumulator order (whole lines per warp), the per-unit timeline
+    # at 4096^3 (results/timeline_hybrid_h100_2026-12-06.json) puts the hybrid's overhead over a
+    # perfectly balanced schedule at ~14.5 us, down from ~23.5 (the rate below was 2.2 TB/s, which
+    # modelled the 23.5): the publish 3.5 us, the owner's read-and-add 3 us, the rest a slower first
+    # whole tile (the last call's dirty partials written back under it).
+    L2_TBPS = 3.6
     # A CTA keeps at most STAGES k tiles in flight, so (Little's law) it takes at least
     # LOAD_LATENCY_S / STAGES per k tile, whatever the tile's size. Calibrated on the H100 at M = 128
     # (results/sm90raw_mid*_h100_2026-11-24.log, results/generate_mid_h100_2026-11-24.log): 64x64
