@@ -4,7 +4,8 @@ zeroes the flags, then sm90raw_hgemm); the render's own scheduler, compiled on t
 covers every (tile, k tile) once, gives every published partial exactly one reader (the tile's
 owner) inside the workspace, and only ever makes a worker wait on a later worker's first stream-K
 segment, and every worker publishes before it waits (so no worker waits on a chain of others).
-Points build for sm_90a with no spills. Nothing here runs on a GPU (eval/sm90raw_check.py --hybrid does)."""
+The fix-up's partial slot (accumulator order) is written once per float4 and read back by the same
+thread. Points build for sm_90a with no spills. Nothing here runs on a GPU (eval/sm90raw_check.py --hybrid does)."""
 
 import re
 import shutil
@@ -201,6 +202,56 @@ def run_on_host(src: str, funcs, main: str, tmp_path) -> str:
 def test_every_partial_has_one_writer_and_one_reader_and_waits_only_go_forward(p, x, tmp_path):
     assert run_on_host(FAM.render(x, p), _FUNCS, _HOST_MAIN, tmp_path).strip() == "0"
 
+
+
+# The partial slot in accumulator order: the render's publish_partial and add_partial, with the CUDA
+# vector type and cache-hinted accesses stubbed on the host, run for every consumer and thread.
+_SLOT_MAIN = r"""
+#include <cstdio>
+#include <vector>
+int main() {
+    std::vector<float> slot(SLOT_FLOATS, 0.0f);
+    std::vector<int> hits(SLOT_FLOATS / 4, 0);
+    int bad = 0;
+    for (int c = 0; c < CONSUMERS; ++c)
+        for (int tid = 0; tid < 128; ++tid) {
+            float d[M_SUB][BN / 2];
+            for (int s = 0; s < M_SUB; ++s)
+                for (int i = 0; i < BN / 2; ++i) d[s][i] = float(((c * 128 + tid) * M_SUB + s) * (BN / 2) + i + 1);
+            g_hits = &hits;
+            g_base = reinterpret_cast<float4*>(slot.data());
+            publish_partial(slot.data(), d, c, tid);
+        }
+    for (int h : hits) bad += h != 1;                     // every float4 of the slot written exactly once
+    for (int c = 0; c < CONSUMERS; ++c)
+        for (int tid = 0; tid < 128; ++tid) {
+            float d[M_SUB][BN / 2] = {};
+            add_partial(slot.data(), d, c, tid);
+            for (int s = 0; s < M_SUB; ++s)               // each thread reads back its own values
+                for (int i = 0; i < BN / 2; ++i) bad += d[s][i] != float(((c * 128 + tid) * M_SUB + s) * (BN / 2) + i + 1);
+        }
+    std::printf("%d\n", bad);
+    return 0;
+}
+"""
+_SLOT_STUBS = """
+struct float4 { float x, y, z, w; };
+inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
+static std::vector<int>* g_hits;
+static float4* g_base;
+inline void __stcg(float4* p, float4 v) { (*g_hits)[p - g_base]++; *p = v; }
+inline float4 __ldcg(const float4* p) { return *p; }
+"""
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ not on PATH")
+@pytest.mark.parametrize("p,x", [CASES[1], CASES[5], (Problem(4096, 4096, 4096), point(BM=256, BN=144))],
+                         ids=["128x256-c2", "64x64-c1", "256x144-m_sub2"])
+def test_partial_slot_is_tiled_once_and_read_back_by_the_same_thread(p, x, tmp_path):
+    src = FAM.render(x, p)
+    at = src.index("// ---- registers")
+    src = src[:at] + "}\n#include <vector>\nnamespace {\n" + _SLOT_STUBS + src[at:]
+    assert run_on_host(src, ("publish_partial", "add_partial"), _SLOT_MAIN, tmp_path).strip() == "0"
 
 # ---- builds ------------------------------------------------------------------------------------------
 BUILDS = [CASES[0], CASES[2], CASES[5]]
