@@ -8,7 +8,9 @@ epilogue starts and when it leaves the loop, into a __device__ array), compile t
 launch it through the harness's own loader (`cudal2.harness.module.Module`) on Gaussian inputs,
 check C against torch, and read the array back after the last of several back-to-back calls.
 Each point is also timed uninstrumented (events around back-to-back calls, median of rounds, the
-same way for every point in one process) so the instrumentation's own cost shows.
+same way for every point in one process) so the instrumentation's own cost shows, and so is
+F.linear at each shape. These per-call times launch from Python (ctypes): below ~60 us a call
+they measure the host, not the kernel.
 
 Prints per point: the kernel's span, each unit kind's (whole tile / stream-K tail / middle / head)
 median mainloop time per k tile, the owner's wait for the later segments' partials, epilogue
@@ -41,7 +43,8 @@ from cudal2.kernels.sm90raw import Sm90Raw  # noqa: E402
 from cudal2.problem import parse_mnk  # noqa: E402
 
 UNITS = 12          # timeline slots per consumer (units past this are not recorded)
-EVENTS = 4          # start, mainloop end, epilogue start, (kt count | sk << 32)
+EVENTS = 4          # per unit: start, mainloop end, epilogue start, (kt count | sk << 32);
+                    # slot UNITS: end of the unit loop, kernel entry, end of setup, exit
 TL_DECL = f"""
 __device__ unsigned long long cudal2_tl[132 * 2 * ({UNITS} + 1) * {EVENTS}];
 __device__ __forceinline__ unsigned long long cudal2_now() {{
@@ -59,6 +62,16 @@ def instrument(src: str) -> str:
     if not sep:
         raise SystemExit("no consumer section in the render")
     head = head.replace("// ---- the kernel ---", TL_DECL + "\n// ---- the kernel ---", 1)
+    # kernel entry (event 1) and the end of the setup, barriers initialised (event 2), by thread 0
+    entry = f"cudal2_tl[(blockIdx.x * 2 * ({UNITS} + 1) + {UNITS}) * {EVENTS} + "
+    head = head.replace("    extern __shared__ __align__(1024) unsigned char smem_raw[];\n",
+                        "    extern __shared__ __align__(1024) unsigned char smem_raw[];\n"
+                        f"    if (threadIdx.x == 0) {entry}1] = cudal2_now();\n", 1)
+    for sync in ("    cluster_sync();                                             // both CTAs' barriers",
+                 "    __syncthreads();\n\n    if (wg == 0) {"):
+        if sync in head:
+            head = head.replace(sync, f"    if (threadIdx.x == 0) {entry}2] = cudal2_now();\n" + sync, 1)
+            break
     body = body.replace("        int stage = 0;\n", "        int stage = 0;\n        int tl_u = 0;\n", 1)
     # unit start: after the unit's tile is known
     m = re.search(r"\n( +)(unit_of\(.*?\);|item_of\(t, im, tn\);)\n", body)
@@ -80,8 +93,12 @@ def instrument(src: str) -> str:
         body = body.replace("\n        }\n    }\n}\n", "\n        }\n" + end + "    }\n}\n", 1)
     if "TL_AT({UNITS}, 0".replace("{UNITS}", str(UNITS)) not in body:
         raise SystemExit("no anchor for the end of the consumer loop")
-    if body.count("TL(") < 3:
-        raise SystemExit("instrumentation anchors missing")
+    # exit (event 3): after the last TMA stores completed, where there are any
+    wait = '        if (tid == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");\n'
+    body = body.replace(wait, wait + f"        TL_AT({UNITS}, 3, cudal2_now());\n", 1)
+    missing = [ev for ev in ("TL(0)", "TL(1)", "TL(2)") if ev not in body]
+    if missing:
+        raise SystemExit(f"instrumentation anchors missing for {', '.join(missing)}")
     return head + sep + body
 
 
@@ -155,6 +172,24 @@ def run_point(name: str, params: dict, p, torch, calls: int, rounds: int) -> dic
     return out
 
 
+def time_vendor(p, torch, calls: int, rounds: int) -> float:
+    """F.linear's per-call time, timed as the points' plain runs are (back-to-back calls, events)."""
+    a = torch.randn(p.M, p.K, device="cuda", dtype=torch.float16)
+    b = torch.randn(p.N, p.K, device="cuda", dtype=torch.float16)
+    for _ in range(5):
+        torch.nn.functional.linear(a, b)
+    times = []
+    for _ in range(rounds):
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        e0.record()
+        for _ in range(calls):
+            torch.nn.functional.linear(a, b)
+        e1.record()
+        e1.synchronize()
+        times.append(e0.elapsed_time(e1) * 1e3 / calls)
+    return statistics.median(times)
+
+
 def summarize(rec: dict) -> dict:
     tl = rec["timeline"]
     per = (UNITS + 1) * EVENTS
@@ -188,6 +223,10 @@ def summarize(rec: dict) -> dict:
                 waits.append((kind, u["t2"] - u["t1"]))
                 epis.append((kind, nxt - u["t2"]))
     ends = sorted(r["end"] - t_min for r in rows)
+    base = lambda cta, c: (cta * 2 + c) * per + UNITS * EVENTS      # noqa: E731
+    entries = [tl[base(cta, 0) + 1] for cta in range(132) if tl[base(cta, 0) + 1]]
+    setups = [tl[base(cta, 0) + 2] - tl[base(cta, 0) + 1] for cta in range(132) if tl[base(cta, 0) + 2]]
+    exits = [tl[base(r["cta"], r["c"]) + 3] for r in rows if tl[base(r["cta"], r["c"]) + 3]]
     sk_start = sorted(u["t0"] - t_min for r in rows for u in r["units"] if u["sk"] >= 0)
 
     def med(xs):
@@ -203,6 +242,10 @@ def summarize(rec: dict) -> dict:
         "wait_us": {k: med([w for kk, w in waits if kk == k]) for k in kinds},
         "epilogue_us": {k: med([e for kk, e in epis if kk == k]) for k in kinds},
         "units_per_consumer": statistics.median(len(r["units"]) for r in rows),
+        "entry_to_first_unit_us": round((t_min - min(entries)) / 1e3, 2) if entries else None,
+        "entry_spread_us": round((max(entries) - min(entries)) / 1e3, 2) if entries else None,
+        "setup_median_us": med(setups),
+        "kernel_span_us": round((max(exits) - min(entries)) / 1e3, 2) if exits and entries else None,
     }
 
 
@@ -222,6 +265,9 @@ def main() -> int:
     results = []
     for shape in a.shape:
         p = parse_mnk(shape)
+        vendor_us = time_vendor(p, torch, a.calls, a.rounds)
+        print(f"{p} F.linear: {vendor_us:.1f} us a call", flush=True)
+        results.append({"shape": [p.M, p.N, p.K], "point": "F.linear", "plain_us": vendor_us})
         for spec in a.point:
             name, _, js = spec.partition("=")
             rec = run_point(name, json.loads(js), p, torch, a.calls, a.rounds)
