@@ -87,11 +87,12 @@ def instrument(src: str) -> str:
     for anchor in ("            // ---- epilogue: stmatrix", "            // ---- epilogue: fp32 -> fp16"):
         body = body.replace(anchor, "            TL(2);\n" + anchor, 1)
     end = f"        TL_AT({UNITS}, 0, cudal2_now());\n"
-    if "        // The last stores must be complete" in body:   # EPI=tma: before the last stores' wait
-        body = body.replace("        // The last stores must be complete", end + "        // The last stores must be complete", 1)
-    else:                                                        # EPI=direct: where the unit loop closes
+    last = "        // The last stores must be complete"
+    if last in body:                                    # EPI=tma: before the last stores' wait
+        body = body.replace(last, end + last, 1)
+    else:                                               # EPI=direct: where the unit loop closes
         body = body.replace("\n        }\n    }\n}\n", "\n        }\n" + end + "    }\n}\n", 1)
-    if "TL_AT({UNITS}, 0".replace("{UNITS}", str(UNITS)) not in body:
+    if f"TL_AT({UNITS}, 0" not in body:
         raise SystemExit("no anchor for the end of the consumer loop")
     # exit (event 3): after the last TMA stores completed, where there are any
     wait = '        if (tid == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");\n'
