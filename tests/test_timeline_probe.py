@@ -1,7 +1,8 @@
 """The timeline probe (eval/timeline_probe.py) finds its anchors in every scheduler's render: each
 consumer records a unit's start, its mainloop's end and its epilogue's start, the end of its unit
 loop, and the kernel its entry and setup; a render it cannot place them in stops the probe instead
-of timing a kernel with no timestamps. Text only (the probe itself runs on the GPU)."""
+of timing a kernel with no timestamps; the PDL probe (eval/pdl_probe.py) puts its grid-dependency
+wait after the setup and before the first load. Text only (both probes run on the GPU)."""
 
 import sys
 from pathlib import Path
@@ -35,3 +36,13 @@ def test_a_render_without_its_anchors_stops_the_probe():
     src = FAM.render(FAM.complete({**BASE, "SCHED": "tiles"}), Problem(4096, 4096, 4096))
     with pytest.raises(SystemExit):
         timeline_probe.instrument(src.replace("wgmma_wait<0>();", "wgmma_wait<0 >();"))
+
+
+@pytest.mark.parametrize("cluster", [1, 2])
+def test_the_pdl_probe_waits_after_the_setup_and_before_any_load(cluster):
+    import pdl_probe
+    src = pdl_probe.with_griddepcontrol(
+        FAM.render(FAM.complete({**BASE, "SCHED": "tiles", "CLUSTER": cluster}), Problem(4096, 4096, 4096)))
+    wait = src.index("griddepcontrol.wait;")
+    assert src.index("fence.mbarrier_init") < wait < src.index("================= producer warpgroup")
+    assert wait < src.index("tma_load_2d(sA") and src.count("griddepcontrol.wait;") == 1
