@@ -1,7 +1,11 @@
 """The template proposer learns where each family wins: exploration slots follow the families'
-best scores at shapes of similar size, and a family with no record there stays neutral."""
+best scores at shapes of similar size, and a family with no record there stays neutral. It also
+learns what does not build: a point refused at build is not proposed again in another walk order
+or at another shape with the same partial edges."""
 
 import random
+
+import pytest
 
 from cudal2.kernels.family import Limits, get_family
 from cudal2.problem import Problem
@@ -33,3 +37,44 @@ def test_exploration_favours_the_family_that_wins_here(tmp_path):
     out = prop.propose(Problem(128, 256, 1024), pop, 40, random.Random(0))
     fams = [o.family for o in out]
     assert fams.count("sm80") > fams.count("sm90raw") > 0
+
+
+
+P = Problem(8192, 8192, 12288)
+BAD = dict(BM=256, BN=144, CONSUMERS=2, STAGES=3, GROUP_M=8, EPI="tma", SCHED="hybrid")
+
+
+@pytest.fixture(scope="module")
+def sm90raw_proposer():
+    return TemplateProposer([get_family("sm90raw")], Limits(), explore=1.0)   # ranks P's points once
+
+
+def refused(pop: Population, p: Problem, family: str, params: dict) -> None:
+    i = pop.add(p, f"{family}-refused", f"int refused_{len(pop.members(p))};", f"r{p}{params}", family, params, None,
+                "template", 1)
+    pop.record(i, False, "build", None, "sass: a predicate computed from the parameter bank's address")
+
+
+def test_a_point_refused_at_build_is_not_proposed_again_in_another_walk_order_or_shape(tmp_path, sm90raw_proposer):
+    fam = get_family("sm90raw")
+    bad = fam.complete(BAD)
+    pop = Population(str(tmp_path / "p.sqlite"))
+    refused(pop, Problem(8192, 8192, 8192), "sm90raw", bad)     # the same edges as P: K and M whole, N partial
+    assert fam.invalid({**bad, "GROUP_M": 16}, P, Limits()) is None
+    siblings = {fam.build_class({**bad, "GROUP_M": g, "ORDER": o}, P) for g in (1, 4, 8, 16) for o in ("grouped", "hilbert")}
+    assert len(siblings) == 1
+    out = sm90raw_proposer.propose(P, pop, 48, random.Random(0))
+    assert out and not any(fam.build_class(o.params, P) in siblings for o in out)
+    # where N is a whole number of 144-wide tiles, the edge code differs: another class, tried there
+    assert fam.build_class(bad, Problem(8192, 144 * 57, 12288)) not in siblings
+
+
+def test_a_point_that_failed_elsewhere_than_the_build_is_still_proposed(tmp_path, sm90raw_proposer):
+    fam = get_family("sm90raw")
+    pop = Population(str(tmp_path / "p.sqlite"))
+    i = pop.add(Problem(8192, 8192, 8192), "x", "int wrong;", "hw", "sm90raw", fam.complete(BAD), None, "template", 1)
+    pop.record(i, False, "verify", None, "wrong answer")
+    refused(pop, Problem(8192, 8192, 8192), "sm80", {"BM": 128})          # another family's refusal
+    cls = fam.build_class(BAD, P)
+    out = sm90raw_proposer.propose(P, pop, 48, random.Random(0))
+    assert any(fam.build_class(o.params, P) == cls for o in out)

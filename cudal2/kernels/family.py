@@ -69,6 +69,10 @@ class Family:
     shape_specific: bool = True
     # Offered to the LLM as a retrieved seed example (`retrieval.corpus.seed_chunks`).
     retrieval_seed: bool = True
+    # Parameters that only change the order in which the kernel walks its work items, not the code
+    # that does the work: where one point fails to build, its siblings in these fail the same way
+    # (the search skips them: `build_class`).
+    walk_params: tuple[str, ...] = ()
 
     def invalid(self, params: Params, p: Problem, lim: Limits) -> str | None:
         """None when the point can be built and run for `p`; otherwise why not."""
@@ -86,6 +90,18 @@ class Family:
         ctx = {**params, "M": p.M, "N": p.N, "K": p.K, "family": self.name, "shape_specific": self.shape_specific,
                "params_json": json.dumps(params, sort_keys=True), **self.context(params, p)}
         return _env.get_template(self.template).render(**ctx)
+
+    def build_class(self, params: Params, p: Problem) -> str:
+        """What decides, as far as the search can tell without compiling, whether `params` builds at
+        `p`: the point less its walk parameters, and which of the shape's edges its BM x BN x BK
+        tiles (BK 64 where the point names none) leave partial: the code at a partial edge differs.
+        Families whose points name no BM/BN count the exact shape instead."""
+        rest = {k: v for k, v in self.complete(params).items() if k not in self.walk_params}
+        if "BM" in rest and "BN" in rest:
+            where = f"{p.M % rest['BM'] == 0}{p.N % rest['BN'] == 0}{p.K % rest.get('BK', 64) == 0}"
+        else:
+            where = str(p)
+        return f"{self.name}|{json.dumps(rest, sort_keys=True)}|{where}"
 
     def points(self) -> list[Params]:
         keys = list(self.space)

@@ -38,6 +38,7 @@ class Sm80(Family):
     name = "sm80"
     template = "sm80_mma.cu.j2"
     build_archs = ("sm_90a",)
+    walk_params = ("GROUP_M",)
     space = {
         "BM": (32, 64, 128, 256),
         "BN": (32, 64, 128, 256),

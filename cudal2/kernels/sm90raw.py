@@ -122,6 +122,7 @@ class Sm90Raw(Family):
     name = "sm90raw"
     template = "sm90raw.cu.j2"
     build_archs = ("sm_90a",)
+    walk_params = ("GROUP_M", "ORDER")
     space = {
         "BM": (128, 64, 192, 256),
         "BN": (128, 64, 80, 96, 112, 144, 160, 176, 192, 208, 224, 240, 256),

@@ -138,6 +138,12 @@ class Population:
                                "NULL AND family != '' GROUP BY family, shape").fetchall()
         return [(f, s, float(v)) for f, s, v in rows]
 
+    def build_failures(self) -> list[tuple[str, str, dict]]:
+        """(family, shape, params) of every template candidate, at any shape, that failed to build."""
+        rows = self.db.execute("SELECT family, shape, params FROM candidates WHERE status='done' AND ok=0 AND "
+                               "stage='build' AND proposer='template' AND family != ''").fetchall()
+        return [(f, s, json.loads(x or "{}")) for f, s, x in rows]
+
     def last_round(self, p: Problem) -> int:
         row = self.db.execute("SELECT MAX(round) FROM candidates WHERE shape=?", (str(p),)).fetchone()
         return row[0] or 0

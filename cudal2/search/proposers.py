@@ -8,7 +8,10 @@ intensity), then spends most of each round mutating the best candidates so far, 
 one step at a time; its exploration learns where each family wins: slots go to families in
 proportion to their best scores so far at shapes of similar size (`family_weights`, over every
 shape the population has judged), so a family that keeps losing in a size band is tried less
-there but never dropped.
+there but never dropped. It also learns what does not build: a point whose `build_class` (its
+parameters less the walk order, and which shape edges its tiles leave partial) failed to build at
+any shape is not proposed again (the judge's machine-code checks refuse what ptxas makes of some
+points on some toolkits, which the family's rules cannot foresee).
 
 Does not: evaluate anything or keep state between rounds beyond what the population records.
 """
@@ -21,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from cudal2.kernels.family import Family, Limits
-from cudal2.problem import Problem
+from cudal2.problem import Problem, parse_mnk
 from cudal2.search.population import Population
 
 
@@ -83,11 +86,14 @@ class TemplateProposer:
         members = pop.members(p)
         tried = {_key(m.family, m.params) for m in members}
         fams = {f.name: f for f in self.families}
+        refused = {fams[f].build_class(x, parse_mnk(shape)) for f, shape, x in pop.build_failures() if f in fams}
         out: list[Proposal] = []
 
         def take(fam: Family, params: dict, parent: int | None) -> None:
             k = _key(fam.name, params)
             if k in tried or fam.invalid(params, p, self.limits) is not None:
+                return
+            if fam.build_class(params, p) in refused:
                 return
             tried.add(k)
             name = f"{fam.name}-" + "-".join(f"{v}" for v in params.values())
