@@ -49,10 +49,11 @@ def sm90raw_proposer():
     return TemplateProposer([get_family("sm90raw")], Limits(), explore=1.0)   # ranks P's points once
 
 
-def refused(pop: Population, p: Problem, family: str, params: dict) -> None:
-    i = pop.add(p, f"{family}-refused", f"int refused_{len(pop.members(p))};", f"r{p}{params}", family, params, None,
-                "template", 1)
-    pop.record(i, False, "build", None, "sass: a predicate computed from the parameter bank's address")
+def refused(pop: Population, p: Problem, family: str, params: dict,
+            why: str = "sass: a predicate computed from the parameter bank's address") -> None:
+    i = pop.add(p, f"{family}-refused", f"int refused_{len(pop.members(p))};", f"r{p}{params}{why}", family, params,
+                None, "template", 1)
+    pop.record(i, False, "build", None, why)
 
 
 def test_a_point_refused_at_build_is_not_proposed_again_in_another_walk_order_or_shape(tmp_path, sm90raw_proposer):
@@ -69,12 +70,13 @@ def test_a_point_refused_at_build_is_not_proposed_again_in_another_walk_order_or
     assert fam.build_class(bad, Problem(8192, 144 * 57, 12288)) not in siblings
 
 
-def test_a_point_that_failed_elsewhere_than_the_build_is_still_proposed(tmp_path, sm90raw_proposer):
+def test_a_point_that_failed_verification_or_timed_out_building_is_still_proposed(tmp_path, sm90raw_proposer):
     fam = get_family("sm90raw")
     pop = Population(str(tmp_path / "p.sqlite"))
     i = pop.add(Problem(8192, 8192, 8192), "x", "int wrong;", "hw", "sm90raw", fam.complete(BAD), None, "template", 1)
     pop.record(i, False, "verify", None, "wrong answer")
     refused(pop, Problem(8192, 8192, 8192), "sm80", {"BM": 128})          # another family's refusal
+    refused(pop, Problem(8192, 8192, 8192), "sm90raw", fam.complete(BAD), "build timed out after 600 s")  # transient
     cls = fam.build_class(BAD, P)
     out = sm90raw_proposer.propose(P, pop, 48, random.Random(0))
     assert any(fam.build_class(o.params, P) == cls for o in out)

@@ -61,6 +61,10 @@ def _strip_comments(source: str) -> str:
     return "".join(out)
 
 
+# Build failures that say nothing about the point (cudal2.harness.build's reasons for them)
+TRANSIENT = ("build timed out", "sandbox:", "compiler not found")
+
+
 @dataclass
 class Member:
     id: int
@@ -139,10 +143,11 @@ class Population:
         return [(f, s, float(v)) for f, s, v in rows]
 
     def build_failures(self) -> list[tuple[str, str, dict]]:
-        """(family, shape, params) of every template candidate, at any shape, that failed to build."""
-        rows = self.db.execute("SELECT family, shape, params FROM candidates WHERE status='done' AND ok=0 AND "
-                               "stage='build' AND proposer='template' AND family != ''").fetchall()
-        return [(f, s, json.loads(x or "{}")) for f, s, x in rows]
+        """(family, shape, params) of every template candidate, at any shape, that failed to build for
+        a reason of its own (not a timeout or a missing compiler or sandbox: another try may pass)."""
+        rows = self.db.execute("SELECT family, shape, params, reason FROM candidates WHERE status='done' AND ok=0 "
+                               "AND stage='build' AND proposer='template' AND family != ''").fetchall()
+        return [(f, s, json.loads(x or "{}")) for f, s, x, why in rows if not (why or "").startswith(TRANSIENT)]
 
     def last_round(self, p: Problem) -> int:
         row = self.db.execute("SELECT MAX(round) FROM candidates WHERE shape=?", (str(p),)).fetchone()
