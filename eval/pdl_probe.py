@@ -123,7 +123,6 @@ def run_shape(p, params: dict, torch, pdl: PdlLaunches, calls: int, rounds: int)
     b = torch.randn(p.N, p.K, device="cuda", dtype=torch.float16)
     c = torch.empty(p.M, p.N, device="cuda", dtype=torch.float16)
     ref2 = torch.nn.functional.linear(a2, b).float()
-    stream = torch.cuda.current_stream().cuda_stream
     rows = [{"shape": [p.M, p.N, p.K], "variant": "F.linear",
              **timed(torch, lambda: torch.nn.functional.linear(a, b), calls, rounds)}]
     with tempfile.TemporaryDirectory() as tmp:
@@ -134,7 +133,9 @@ def run_shape(p, params: dict, torch, pdl: PdlLaunches, calls: int, rounds: int)
             def call():
                 pdl.on = on
                 try:
-                    rc = mod.call(a.data_ptr(), b.data_ptr(), c.data_ptr(), p.M, p.N, p.K, 0, 0, stream)
+                    # the current stream at each call: under graph capture it is the capturing one
+                    rc = mod.call(a.data_ptr(), b.data_ptr(), c.data_ptr(), p.M, p.N, p.K, 0, 0,
+                                  torch.cuda.current_stream().cuda_stream)
                 finally:
                     pdl.on = False
                 if rc:
