@@ -40,6 +40,7 @@ from cudal2.harness.launch import parse  # noqa: E402
 from cudal2.harness.module import Module  # noqa: E402
 from cudal2.kernels.family import Limits  # noqa: E402
 from cudal2.kernels.sm90raw import Sm90Raw  # noqa: E402
+from cudal2.library.product_bench import TorchClock, many  # noqa: E402
 from cudal2.problem import parse_mnk  # noqa: E402
 
 UNITS = 12          # timeline slots per consumer (units past this are not recorded)
@@ -124,6 +125,21 @@ def read_global(mod: Module, name: str, nbytes: int) -> bytes:
     return buf.raw
 
 
+def per_call_us(torch, call, calls: int, rounds: int) -> float:
+    """Median over `rounds` of the per-call us of `calls` back-to-back calls, timed with events on
+    torch's current stream (the product bench's clock), after 5 untimed calls."""
+    clock = TorchClock(torch, flush=None)
+    many(call, 5)
+    return statistics.median(clock.time(lambda: many(call, calls)) for _ in range(rounds)) * 1e3 / calls
+
+
+def agrees(c, ref) -> tuple[bool, float]:
+    """Whether C is within a K-scaled bound of torch's result (a probe's sanity check, not the
+    judge's), and the largest difference."""
+    err = (c.float() - ref.float()).abs().max().item()
+    return err <= 0.05 * ref.float().abs().max().item() ** 0.5 + 0.5, err
+
+
 def run_point(name: str, params: dict, p, torch, calls: int, rounds: int) -> dict:
     fam = Sm90Raw()
     full = fam.complete(params)
@@ -148,22 +164,12 @@ def run_point(name: str, params: dict, p, torch, calls: int, rounds: int) -> dic
                 rc = mod.call(a.data_ptr(), b.data_ptr(), c.data_ptr(), p.M, p.N, p.K, ws.data_ptr(), wsb, stream)
                 if rc:
                     raise SystemExit(f"{name} {label}: launch failed ({driver.error_name(rc)})")
-            for _ in range(5):
-                call()
+            call()
             torch.cuda.synchronize()
-            err = (c.float() - ref.float()).abs().max().item()
-            if not err <= 0.05 * max(1.0, ref.float().abs().max().item()) ** 0.5 + 0.5:
+            ok, err = agrees(c, ref)
+            if not ok:
                 raise SystemExit(f"{name} {label}: C differs from torch by {err}")
-            times = []
-            for _ in range(rounds):
-                e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                e0.record()
-                for _ in range(calls):
-                    call()
-                e1.record()
-                e1.synchronize()
-                times.append(e0.elapsed_time(e1) * 1e3 / calls)
-            out[f"{label}_us"] = statistics.median(times)
+            out[f"{label}_us"] = per_call_us(torch, call, calls, rounds)
             if label == "instrumented":
                 n = 132 * 2 * (UNITS + 1) * EVENTS
                 raw = read_global(mod, "cudal2_tl", 8 * n)
@@ -177,18 +183,7 @@ def time_vendor(p, torch, calls: int, rounds: int) -> float:
     """F.linear's per-call time, timed as the points' plain runs are (back-to-back calls, events)."""
     a = torch.randn(p.M, p.K, device="cuda", dtype=torch.float16)
     b = torch.randn(p.N, p.K, device="cuda", dtype=torch.float16)
-    for _ in range(5):
-        torch.nn.functional.linear(a, b)
-    times = []
-    for _ in range(rounds):
-        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        e0.record()
-        for _ in range(calls):
-            torch.nn.functional.linear(a, b)
-        e1.record()
-        e1.synchronize()
-        times.append(e0.elapsed_time(e1) * 1e3 / calls)
-    return statistics.median(times)
+    return per_call_us(torch, lambda: torch.nn.functional.linear(a, b), calls, rounds)
 
 
 def summarize(rec: dict) -> dict:
