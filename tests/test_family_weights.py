@@ -80,3 +80,22 @@ def test_a_point_that_failed_verification_or_timed_out_building_is_still_propose
     cls = fam.build_class(BAD, P)
     out = sm90raw_proposer.propose(P, pop, 48, random.Random(0))
     assert any(fam.build_class(o.params, P) == cls for o in out)
+
+
+def test_a_first_round_covers_a_structure_per_slot_before_any_walk_order_twice(tmp_path, sm90raw_proposer):
+    # The prior ties walk orders and grid sizes: ranked by prior alone, a round of 16 went to two
+    # tile shapes in eight walk orders each (2026-12-06, 512x16384x4096).
+    fam = get_family("sm90raw")
+    out = sm90raw_proposer.propose(P, Population(str(tmp_path / "p.sqlite")), 16, random.Random(0))
+    assert len(out) == 16 and len({fam.structure(o.params) for o in out}) == 16
+    prior = {fam.structure(x): fam.prior(x, P, Limits()) for x in reversed(sm90raw_proposer.ranked(fam, P))}
+    best = max(prior.values())
+    assert any(fam.prior(o.params, P, Limits()) == best for o in out[:2])   # the prior's best still leads
+
+
+def test_structure_ignores_only_the_tuning_parameters():
+    fam = get_family("sm90raw")
+    a = fam.complete(BAD)
+    assert fam.structure({**a, "GROUP_M": 16, "ORDER": "hilbert", "MAX_CTAS": 128}) == fam.structure(a)
+    assert all(fam.structure({**a, k: v}) != fam.structure(a)
+               for k, vals in fam.space.items() if k not in fam.tuning_params for v in vals if v != a[k])

@@ -73,6 +73,10 @@ class Family:
     # that does the work: where one point fails to build, its siblings in these fail the same way
     # (the search skips them: `build_class`).
     walk_params: tuple[str, ...] = ()
+    # Parameters that tune a structure rather than choose one (the walk order, and for some families
+    # the grid's size): the prior barely tells their values apart, so the search's exploration
+    # covers structures first and their values after (`structure`).
+    tuning_params: tuple[str, ...] | None = None   # None: the walk parameters
 
     def invalid(self, params: Params, p: Problem, lim: Limits) -> str | None:
         """None when the point can be built and run for `p`; otherwise why not."""
@@ -106,6 +110,12 @@ class Family:
     def points(self) -> list[Params]:
         keys = list(self.space)
         return [dict(zip(keys, vals)) for vals in itertools.product(*(self.space[k] for k in keys))]
+
+    def structure(self, params: Params) -> str:
+        """The point less its tuning parameters: points that share it run the same code on the
+        same tiles and differ only in walk order or grid size."""
+        tuning = self.walk_params if self.tuning_params is None else self.tuning_params
+        return json.dumps({k: v for k, v in self.complete(params).items() if k not in tuning}, sort_keys=True)
 
     def valid_points(self, p: Problem, lim: Limits) -> list[Params]:
         return [x for x in self.points() if self.invalid(x, p, lim) is None]

@@ -123,6 +123,7 @@ class Sm90Raw(Family):
     template = "sm90raw.cu.j2"
     build_archs = ("sm_90a",)
     walk_params = ("GROUP_M", "ORDER")
+    tuning_params = ("GROUP_M", "ORDER", "MAX_CTAS")   # MAX_CTAS: 128 or 132 persistent CTAs
     space = {
         "BM": (128, 64, 192, 256),
         "BN": (128, 64, 80, 96, 112, 144, 160, 176, 192, 208, 224, 240, 256),

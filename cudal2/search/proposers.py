@@ -4,7 +4,9 @@ Guarantees: a proposer returns complete candidate sources with their provenance 
 parameters for templates; model and prompt hash for the LLM proposer of a later stage); it never
 returns a point its family marks invalid, nor one the population already holds; the template
 proposer first draws from the family spaces by a cheap prior (wave quantization, arithmetic
-intensity), then spends most of each round mutating the best candidates so far, one parameter
+intensity), each structure's best point before any structure's second (`spread`: the prior barely
+tells walk orders and grid sizes apart, and a round of 16 once went to two tile shapes in eight
+walk orders), then spends most of each round mutating the best candidates so far, one parameter
 one step at a time; its exploration learns where each family wins: slots go to families in
 proportion to their best scores so far at shapes of similar size (`family_weights`, over every
 shape the population has judged), so a family that keeps losing in a size band is tried less
@@ -67,6 +69,18 @@ def family_weights(p: Problem, pop: Population, families: list[str]) -> dict[str
     return {f: max(FLOOR, sum(v) / len(v)) if v else 1.0 for f, v in seen.items()}
 
 
+def spread(fam: Family, pts: list[dict]) -> list[dict]:
+    """`pts` (best first) reordered so that every structure's best point (`Family.structure`) comes
+    before any structure's second, and so on; prior order within each tier."""
+    seen: dict[str, int] = {}
+    tiered = []
+    for x in pts:
+        k = fam.structure(x)
+        seen[k] = seen.get(k, 0) + 1
+        tiered.append((seen[k], x))
+    return [x for _, x in sorted(tiered, key=lambda t: t[0])]   # stable: prior order within a tier
+
+
 class TemplateProposer:
     name = "template"
 
@@ -75,11 +89,12 @@ class TemplateProposer:
         self._ranked: dict[tuple[str, str], list[dict]] = {}
 
     def ranked(self, fam: Family, p: Problem) -> list[dict]:
-        """Valid points of `fam` for `p`, best prior first (computed once per shape)."""
+        """Valid points of `fam` for `p`, best prior first, structures before their tunings
+        (computed once per shape)."""
         k = (fam.name, str(p))
         if k not in self._ranked:
             pts = fam.valid_points(p, self.limits)
-            self._ranked[k] = sorted(pts, key=lambda x: -fam.prior(x, p, self.limits))
+            self._ranked[k] = spread(fam, sorted(pts, key=lambda x: -fam.prior(x, p, self.limits)))
         return self._ranked[k]
 
     def propose(self, p: Problem, pop: Population, n: int, rng: random.Random) -> list[Proposal]:
