@@ -10,7 +10,7 @@ import pytest
 from cudal2.kernels.family import Limits, get_family
 from cudal2.problem import Problem
 from cudal2.search.population import Population
-from cudal2.search.proposers import FLOOR, TemplateProposer, family_weights
+from cudal2.search.proposers import FLOOR, TemplateProposer, family_weights, structure_weights
 
 
 def judged(pop: Population, p: Problem, family: str, score: float, tag: str = "") -> None:
@@ -99,3 +99,23 @@ def test_structure_ignores_only_the_tuning_parameters():
     assert fam.structure({**a, "GROUP_M": 16, "ORDER": "hilbert", "MAX_CTAS": 128}) == fam.structure(a)
     assert all(fam.structure({**a, k: v}) != fam.structure(a)
                for k, vals in fam.space.items() if k not in fam.tuning_params for v in vals if v != a[k])
+
+
+def test_a_structure_that_lost_at_a_similar_shape_is_explored_after_untried_ones(tmp_path, sm90raw_proposer):
+    fam = get_family("sm90raw")
+    pop = Population(str(tmp_path / "p.sqlite"))
+    near = Problem(8192, 8192, 8192)                      # within BAND of P's FLOPs
+    first = [fam.complete(x) for x in sm90raw_proposer.ranked(fam, P)[:2]]   # the prior's two best structures
+    won, lost = first
+    for params, score in ((won, 1.03), (lost, 0.80)):
+        i = pop.add(near, "x", f"int k_{score};", f"h{score}", "sm90raw", params, None, "template", 1)
+        pop.record(i, True, "done", score)
+    w = structure_weights(fam, P, pop)
+    assert w[fam.structure(won)] == 1.0 and abs(w[fam.structure(lost)] - 0.80 / 1.03) < 1e-9
+    out = sm90raw_proposer.propose(P, pop, 16, random.Random(0))
+    structures = [fam.structure(o.params) for o in out]
+    assert fam.structure(won) in structures[:2] and fam.structure(lost) not in structures
+    far = Population(str(tmp_path / "far.sqlite"))       # the same record at a shape of another size: no say
+    i = far.add(Problem(256, 256, 256), "x", "int k;", "h", "sm90raw", lost, None, "template", 1)
+    far.record(i, True, "done", 0.1)
+    assert structure_weights(fam, P, far) == {}

@@ -142,6 +142,12 @@ class Population:
                                "NULL AND family != '' GROUP BY family, shape").fetchall()
         return [(f, s, float(v)) for f, s, v in rows]
 
+    def judged_points(self, family: str) -> list[tuple[str, dict, float]]:
+        """(shape, params, score) of every template candidate of `family` that was judged and scored."""
+        rows = self.db.execute("SELECT shape, params, score FROM candidates WHERE status='done' AND score IS NOT NULL "
+                               "AND proposer='template' AND family=?", (family,)).fetchall()
+        return [(s, json.loads(x or "{}"), float(v)) for s, x, v in rows]
+
     def build_failures(self) -> list[tuple[str, str, dict]]:
         """(family, shape, params) of every template candidate, at any shape, that failed to build for
         a reason of its own (not a timeout or a missing compiler or sandbox: another try may pass)."""

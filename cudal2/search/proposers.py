@@ -10,7 +10,9 @@ walk orders), then spends most of each round mutating the best candidates so far
 one step at a time; its exploration learns where each family wins: slots go to families in
 proportion to their best scores so far at shapes of similar size (`family_weights`, over every
 shape the population has judged), so a family that keeps losing in a size band is tried less
-there but never dropped. It also learns what does not build: a point whose `build_class` (its
+there but never dropped; and within a family, where its structures win (`structure_weights`: a
+structure that scored below its family's best at shapes of similar size has its prior scaled by
+that ratio, so one that keeps losing is explored after those that have not been tried). It also learns what does not build: a point whose `build_class` (its
 parameters less the walk order, and which shape edges its tiles leave partial) failed to build at
 any shape is not proposed again (the judge's machine-code checks refuse what ptxas makes of some
 points on some toolkits, which the family's rules cannot foresee).
@@ -69,16 +71,36 @@ def family_weights(p: Problem, pop: Population, families: list[str]) -> dict[str
     return {f: max(FLOOR, sum(v) / len(v)) if v else 1.0 for f, v in seen.items()}
 
 
-def spread(fam: Family, pts: list[dict]) -> list[dict]:
-    """`pts` (best first) reordered so that every structure's best point (`Family.structure`) comes
-    before any structure's second, and so on; prior order within each tier."""
+def spread(points: list[tuple[str, dict]]) -> list[dict]:
+    """(structure, point) pairs, best first, as points reordered so that every structure's best
+    point (`Family.structure`) comes before any structure's second, and so on; the given order
+    within each tier."""
     seen: dict[str, int] = {}
     tiered = []
-    for x in pts:
-        k = fam.structure(x)
+    for k, x in points:
         seen[k] = seen.get(k, 0) + 1
         tiered.append((seen[k], x))
-    return [x for _, x in sorted(tiered, key=lambda t: t[0])]   # stable: prior order within a tier
+    return [x for _, x in sorted(tiered, key=lambda t: t[0])]   # stable: the given order within a tier
+
+
+def structure_weights(fam: Family, p: Problem, pop: Population) -> dict[str, float]:
+    """Per structure of `fam` judged at shapes within BAND powers of two of `p`'s FLOPs: the mean,
+    over those shapes, of its best score there over the family's best there (1.0 for the
+    structure that won), floored at FLOOR. Structures with no record are absent (weight 1.0)."""
+    import math
+    best: dict[str, float] = {}
+    per: dict[tuple[str, str], float] = {}
+    for shape, params, score in pop.judged_points(fam.name):
+        M, N, K = (int(x) for x in shape.split("x"))
+        if abs(math.log2(2 * M * N * K) - math.log2(p.flops)) > BAND or score <= 0:
+            continue
+        best[shape] = max(best.get(shape, 0.0), score)
+        k = (fam.structure(params), shape)
+        per[k] = max(per.get(k, 0.0), score)
+    ratios: dict[str, list[float]] = {}
+    for (st, shape), score in per.items():
+        ratios.setdefault(st, []).append(score / best[shape])
+    return {st: max(FLOOR, sum(v) / len(v)) for st, v in ratios.items()}
 
 
 class TemplateProposer:
@@ -86,16 +108,17 @@ class TemplateProposer:
 
     def __init__(self, families: list[Family], limits: Limits, explore: float = 0.25):
         self.families, self.limits, self.explore = families, limits, explore
-        self._ranked: dict[tuple[str, str], list[dict]] = {}
+        self._priced: dict[tuple[str, str], list[tuple[float, str, dict]]] = {}
 
-    def ranked(self, fam: Family, p: Problem) -> list[dict]:
-        """Valid points of `fam` for `p`, best prior first, structures before their tunings
-        (computed once per shape)."""
+    def ranked(self, fam: Family, p: Problem, weights: dict[str, float] | None = None) -> list[dict]:
+        """Valid points of `fam` for `p`, best prior (times its structure's weight) first, structures
+        before their tunings (the points and their priors are computed once per shape)."""
         k = (fam.name, str(p))
-        if k not in self._ranked:
-            pts = fam.valid_points(p, self.limits)
-            self._ranked[k] = spread(fam, sorted(pts, key=lambda x: -fam.prior(x, p, self.limits)))
-        return self._ranked[k]
+        if k not in self._priced:
+            self._priced[k] = [(fam.prior(x, p, self.limits), fam.structure(x), x) for x in fam.valid_points(p, self.limits)]
+        w = weights or {}
+        order = sorted(self._priced[k], key=lambda t: -t[0] * w.get(t[1], 1.0))
+        return spread([(st, x) for _, st, x in order])
 
     def propose(self, p: Problem, pop: Population, n: int, rng: random.Random) -> list[Proposal]:
         members = pop.members(p)
@@ -123,7 +146,8 @@ class TemplateProposer:
                 take(fams[parent.family], params, parent.id)
         # explore: the untried points with the best prior, families drawn by where they have won so
         # far, a little shuffled
-        queues = [[x for x in self.ranked(f, p) if _key(f.name, x) not in tried][: 4 * n] for f in self.families]
+        queues = [[x for x in self.ranked(f, p, structure_weights(f, p, pop)) if _key(f.name, x) not in tried][: 4 * n]
+                  for f in self.families]
         for q in queues:
             # Swap neighbours at random so ties and near-ties in the prior do not always go the same way.
             for i in range(0, len(q) - 1, 2):
