@@ -23,6 +23,7 @@ Does not: evaluate anything or keep state between rounds beyond what the populat
 from __future__ import annotations
 
 import json
+import math
 import random
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -57,16 +58,18 @@ BAND = 2.0   # shapes within this many powers of two of FLOPs count as "similar 
 FLOOR = 0.1  # the least exploration weight a family keeps
 
 
+def _similar(shape: str, p: Problem) -> bool:
+    """Whether the population's shape "MxNxK" is within BAND powers of two of `p`'s FLOPs."""
+    M, N, K = (int(x) for x in shape.split("x"))
+    return abs(math.log2(2 * M * N * K) - math.log2(p.flops)) <= BAND
+
+
 def family_weights(p: Problem, pop: Population, families: list[str]) -> dict[str, float]:
     """Per family, the mean of its best scores over judged shapes within BAND powers of two of
     `p`'s FLOPs (1.0, neutral, where it has none), floored at FLOOR."""
-    import math
     seen: dict[str, list[float]] = {f: [] for f in families}
     for fam, shape, best in pop.family_bests():
-        if fam not in seen:
-            continue
-        M, N, K = (int(x) for x in shape.split("x"))
-        if abs(math.log2(2 * M * N * K) - math.log2(p.flops)) <= BAND:
+        if fam in seen and _similar(shape, p):
             seen[fam].append(best)
     return {f: max(FLOOR, sum(v) / len(v)) if v else 1.0 for f, v in seen.items()}
 
@@ -87,12 +90,10 @@ def structure_weights(fam: Family, p: Problem, pop: Population) -> dict[str, flo
     """Per structure of `fam` judged at shapes within BAND powers of two of `p`'s FLOPs: the mean,
     over those shapes, of its best score there over the family's best there (1.0 for the
     structure that won), floored at FLOOR. Structures with no record are absent (weight 1.0)."""
-    import math
     best: dict[str, float] = {}
     per: dict[tuple[str, str], float] = {}
     for shape, params, score in pop.judged_points(fam.name):
-        M, N, K = (int(x) for x in shape.split("x"))
-        if abs(math.log2(2 * M * N * K) - math.log2(p.flops)) > BAND or score <= 0:
+        if score <= 0 or not _similar(shape, p):
             continue
         best[shape] = max(best.get(shape, 0.0), score)
         k = (fam.structure(params), shape)
