@@ -14,8 +14,9 @@ there but never dropped; and within a family, where its structures win (`structu
 structure that scored below its family's best at shapes of similar size has its prior scaled by
 that ratio, so one that keeps losing is explored after those that have not been tried). It also
 learns what does not build: a point whose `build_class` (its parameters less the walk order, and
-which shape edges its tiles leave partial) failed to build at any shape is not proposed again (the judge's machine-code checks refuse what ptxas makes of some
-points on some toolkits, which the family's rules cannot foresee).
+which shape edges its tiles leave partial) failed to build at any shape is not proposed again
+(the judge's machine-code checks refuse what ptxas makes of some points on some toolkits, which
+the family's rules cannot foresee).
 
 Does not: evaluate anything or keep state between rounds beyond what the population records.
 """
