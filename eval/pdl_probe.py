@@ -38,11 +38,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cudal2.harness import driver  # noqa: E402
 from cudal2.harness.launch import parse  # noqa: E402
 from cudal2.harness.module import Module  # noqa: E402
-from cudal2.kernels.family import Limits  # noqa: E402
-from cudal2.kernels.sm90raw import Sm90Raw  # noqa: E402
 from cudal2.library.product_bench import TorchClock, many  # noqa: E402
 from cudal2.problem import parse_mnk  # noqa: E402
-from timeline_probe import agrees, compile_cubin, per_call_us  # noqa: E402
+from timeline_probe import agrees, compile_cubin, per_call_us, render_point  # noqa: E402
 
 ATTR_PDL = 6            # CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
 SETUP_END = "\n    if (wg == 0) {\n        // ================= producer warpgroup"
@@ -95,12 +93,9 @@ def timed(torch, work, calls: int, rounds: int) -> dict:
 
 
 def run_shape(p, params: dict, torch, pdl: PdlLaunches, calls: int, rounds: int) -> list[dict]:
-    fam = Sm90Raw()
-    full = fam.complete(params)
-    why = fam.invalid(full, p, Limits())
-    if why or full["SCHED"] != "tiles" or full["SPLIT_K"] != 1:
-        raise SystemExit(f"pdl_probe: a one-launch whole-tile point is needed here: {why or full}")
-    src = fam.render(full, p)
+    full, src = render_point("pdl_probe", params, p)
+    if full["SCHED"] != "tiles" or full["SPLIT_K"] != 1:
+        raise SystemExit(f"pdl_probe: a one-launch whole-tile point is needed here: {full}")
     spec = parse(src)
     a = torch.randn(p.M, p.K, device="cuda", dtype=torch.float16)
     a2 = torch.randn_like(a)

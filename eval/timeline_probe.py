@@ -140,13 +140,18 @@ def agrees(c, ref) -> tuple[bool, float]:
     return err <= 0.05 * ref.float().abs().max().item() ** 0.5 + 0.5, err
 
 
-def run_point(name: str, params: dict, p, torch, calls: int, rounds: int) -> dict:
+def render_point(name: str, params: dict, p) -> tuple[dict, str]:
+    """The sm90raw point completed, and its render at `p`; stops the probe if it is invalid there."""
     fam = Sm90Raw()
     full = fam.complete(params)
     why = fam.invalid(full, p, Limits())
     if why:
         raise SystemExit(f"{name}: {why}")
-    src = fam.render(full, p)
+    return full, fam.render(full, p)
+
+
+def run_point(name: str, params: dict, p, torch, calls: int, rounds: int) -> dict:
+    full, src = render_point(name, params, p)
     spec = parse(src)
     a = torch.randn(p.M, p.K, device="cuda", dtype=torch.float16)
     b = torch.randn(p.N, p.K, device="cuda", dtype=torch.float16)

@@ -203,7 +203,6 @@ def test_every_partial_has_one_writer_and_one_reader_and_waits_only_go_forward(p
     assert run_on_host(FAM.render(x, p), _FUNCS, _HOST_MAIN, tmp_path).strip() == "0"
 
 
-
 # The partial slot in accumulator order: the render's publish_partial and add_partial, with the CUDA
 # vector type and cache-hinted accesses stubbed on the host, run for every consumer and thread.
 _SLOT_MAIN = r"""

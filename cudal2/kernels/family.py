@@ -100,7 +100,7 @@ class Family:
         `p`: the point less its walk parameters, and which of the shape's edges its BM x BN x BK
         tiles (BK 64 where the point names none) leave partial: the code at a partial edge differs.
         Families whose points name no BM/BN count the exact shape instead."""
-        rest = {k: v for k, v in self.complete(params).items() if k not in self.walk_params}
+        rest = self._less(params, self.walk_params)
         if "BM" in rest and "BN" in rest:
             where = f"{p.M % rest['BM'] == 0}{p.N % rest['BN'] == 0}{p.K % rest.get('BK', 64) == 0}"
         else:
@@ -115,7 +115,11 @@ class Family:
         """The point less its tuning parameters: points that share it run the same code on the
         same tiles and differ only in walk order or grid size."""
         tuning = self.walk_params if self.tuning_params is None else self.tuning_params
-        return json.dumps({k: v for k, v in self.complete(params).items() if k not in tuning}, sort_keys=True)
+        return json.dumps(self._less(params, tuning), sort_keys=True)
+
+    def _less(self, params: Params, names: tuple[str, ...]) -> Params:
+        """The complete point without the parameters `names`."""
+        return {k: v for k, v in self.complete(params).items() if k not in names}
 
     def valid_points(self, p: Problem, lim: Limits) -> list[Params]:
         return [x for x in self.points() if self.invalid(x, p, lim) is None]
