@@ -78,7 +78,8 @@ def test_a_point_that_failed_verification_or_timed_out_building_is_still_propose
     refused(pop, Problem(8192, 8192, 8192), "sm80", {"BM": 128})          # another family's refusal
     refused(pop, Problem(8192, 8192, 8192), "sm90raw", fam.complete(BAD), "build timed out after 600 s")  # transient
     cls = fam.build_class(BAD, P)
-    out = sm90raw_proposer.propose(P, pop, 48, random.Random(0))
+    # BAD's class is not its plan's best structure: it comes after P's ~100 plans' bests
+    out = sm90raw_proposer.propose(P, pop, 160, random.Random(0))
     assert any(fam.build_class(o.params, P) == cls for o in out)
 
 
@@ -91,6 +92,15 @@ def test_a_first_round_covers_a_structure_per_slot_before_any_walk_order_twice(t
     prior = {fam.structure(x): fam.prior(x, P, Limits()) for x in reversed(sm90raw_proposer.ranked(fam, P))}
     best = max(prior.values())
     assert any(fam.prior(o.params, P, Limits()) == best for o in out[:2])   # the prior's best still leads
+
+
+def test_a_first_round_covers_plans_before_the_variants_within_them(tmp_path, sm90raw_proposer):
+    # At this tall, narrow, long-K shape the prior ranks 64x64 tiles' stage counts, clusters and
+    # epilogues above any split: by structure alone, a round of 16 held no split-K point.
+    fam, p = get_family("sm90raw"), Problem(4096, 128, 12288)
+    out = sm90raw_proposer.propose(p, Population(str(tmp_path / "p.sqlite")), 16, random.Random(0))
+    assert len({fam.plan(o.params) for o in out}) == 16
+    assert any(o.params["SPLIT_K"] > 1 for o in out)
 
 
 def test_structure_ignores_only_the_tuning_parameters():

@@ -77,6 +77,11 @@ class Family:
     # the grid's size): the prior barely tells their values apart, so the search's exploration
     # covers structures first and their values after (`structure`).
     tuning_params: tuple[str, ...] | None = None   # None: the walk parameters
+    # The parameters that name a plan: how the output is tiled and how the work is cut (tile shape,
+    # split, schedule). Exploration covers plans before the structures within them (`plan`): the
+    # prior ranks a plan's stage counts, clusters and epilogues close together, and a round of 16
+    # once went to one tile shape in those variants while split-K went untried.
+    plan_params: tuple[str, ...] | None = None     # None: no level above the structure
 
     def invalid(self, params: Params, p: Problem, lim: Limits) -> str | None:
         """None when the point can be built and run for `p`; otherwise why not."""
@@ -116,6 +121,12 @@ class Family:
         same tiles and differ only in walk order or grid size."""
         tuning = self.walk_params if self.tuning_params is None else self.tuning_params
         return json.dumps(self._less(params, tuning), sort_keys=True)
+
+    def plan(self, params: Params) -> str:
+        """The point's plan parameters alone (its structure where the family names none)."""
+        if self.plan_params is None:
+            return self.structure(params)
+        return json.dumps({k: v for k, v in self.complete(params).items() if k in self.plan_params}, sort_keys=True)
 
     def _less(self, params: Params, names: tuple[str, ...]) -> Params:
         """The complete point without the parameters `names`."""

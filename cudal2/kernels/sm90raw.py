@@ -124,6 +124,7 @@ class Sm90Raw(Family):
     build_archs = ("sm_90a",)
     walk_params = ("GROUP_M", "ORDER")
     tuning_params = ("GROUP_M", "ORDER", "MAX_CTAS")   # MAX_CTAS: 128 or 132 persistent CTAs
+    plan_params = ("BM", "BN", "SPLIT_K", "SCHED")
     space = {
         "BM": (128, 64, 192, 256),
         "BN": (128, 64, 80, 96, 112, 144, 160, 176, 192, 208, 224, 240, 256),

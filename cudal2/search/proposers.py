@@ -4,9 +4,11 @@ Guarantees: a proposer returns complete candidate sources with their provenance 
 parameters for templates; model and prompt hash for the LLM proposer of a later stage); it never
 returns a point its family marks invalid, nor one the population already holds; the template
 proposer first draws from the family spaces by a cheap prior (wave quantization, arithmetic
-intensity), each structure's best point before any structure's second (`spread`: the prior barely
-tells walk orders and grid sizes apart, and a round of 16 once went to two tile shapes in eight
-walk orders), then spends most of each round mutating the best candidates so far, one parameter
+intensity), each plan's best point first (tile shape, split and schedule: `Family.plan`), then
+each other structure's best before any structure's second (`spread`: the prior barely tells walk
+orders and grid sizes apart, and ranks a plan's stage counts and epilogues close together; rounds
+of 16 once went to two tile shapes in eight walk orders, and to one tile shape's variants while
+split-K went untried), then spends most of each round mutating the best candidates so far, one parameter
 one step at a time; its exploration learns where each family wins: slots go to families in
 proportion to their best scores so far at shapes of similar size (`family_weights`, over every
 shape the population has judged), so a family that keeps losing in a size band is tried less
@@ -75,15 +77,17 @@ def family_weights(p: Problem, pop: Population, families: list[str]) -> dict[str
     return {f: max(FLOOR, sum(v) / len(v)) if v else 1.0 for f, v in seen.items()}
 
 
-def spread(points: list[tuple[str, dict]]) -> list[dict]:
-    """(structure, point) pairs, best first, as points reordered so that every structure's best
-    point (`Family.structure`) comes before any structure's second, and so on; the given order
-    within each tier."""
+def spread(points: list[tuple[str, str, dict]]) -> list[dict]:
+    """(plan, structure, point) triples, best first, as points reordered so that every plan's best
+    point (`Family.plan`) comes first, then every other structure's best (`Family.structure`), then
+    every structure's second, and so on; the given order within each tier."""
+    plans: set[str] = set()
     seen: dict[str, int] = {}
     tiered = []
-    for k, x in points:
-        seen[k] = seen.get(k, 0) + 1
-        tiered.append((seen[k], x))
+    for plan, st, x in points:
+        seen[st] = seen.get(st, 0) + 1
+        tiered.append((0 if plan not in plans else seen[st], x))
+        plans.add(plan)
     return [x for _, x in sorted(tiered, key=lambda t: t[0])]   # stable: the given order within a tier
 
 
@@ -113,14 +117,16 @@ class TemplateProposer:
         self._priced: dict[tuple[str, str], list[tuple[float, str, dict]]] = {}
 
     def ranked(self, fam: Family, p: Problem, weights: dict[str, float] | None = None) -> list[dict]:
-        """Valid points of `fam` for `p`, best prior (times its structure's weight) first, structures
-        before their tunings (the points and their priors are computed once per shape)."""
+        """Valid points of `fam` for `p`, best prior (times its structure's weight) first, plans before
+        the other structures within them, structures before their tunings (the points and their
+        priors are computed once per shape)."""
         k = (fam.name, str(p))
         if k not in self._priced:
-            self._priced[k] = [(fam.prior(x, p, self.limits), fam.structure(x), x) for x in fam.valid_points(p, self.limits)]
+            self._priced[k] = [(fam.prior(x, p, self.limits), fam.plan(x), fam.structure(x), x)
+                               for x in fam.valid_points(p, self.limits)]
         w = weights or {}
-        order = sorted(self._priced[k], key=lambda t: -t[0] * w.get(t[1], 1.0))
-        return spread([(st, x) for _, st, x in order])
+        order = sorted(self._priced[k], key=lambda t: -t[0] * w.get(t[2], 1.0))
+        return spread([(plan, st, x) for _, plan, st, x in order])
 
     def propose(self, p: Problem, pop: Population, n: int, rng: random.Random) -> list[Proposal]:
         members = pop.members(p)
