@@ -315,7 +315,10 @@ def library_bench(root: Optional[Path] = LibOpt, arch: Optional[str] = ArchOpt, 
                   cupy: bool = typer.Option(False, "--cupy", help="Also cudal2.matmul on cupy arrays against "
                                             "cupy.matmul (eager, graph where cupy can capture, flushed)."),
                   resume: bool = typer.Option(False, "--resume", help="Keep the rows already in the --json file "
-                                              "(a run cut short) and measure only the shapes they lack.")) -> None:
+                                              "(a run cut short) and measure only the shapes they lack."),
+                  new: bool = typer.Option(False, "--new", help="Only the entries no product bench has measured "
+                                           "yet (what `cudal2 generate` just published); with --update, the "
+                                           "others' records stay as they are.")) -> None:
     """The product path: `cudal2.linear` against F.linear in a fresh process, eager, CUDA graph and a
     single flushed call, paired rounds, geomeans per size band (`--kernel`: the harness's view)."""
     lib = open_library(root, arch)
@@ -328,6 +331,8 @@ def library_bench(root: Optional[Path] = LibOpt, arch: Optional[str] = ArchOpt, 
             fail(str(e))
     if resume and (json_out is None or kernel):
         fail("--resume continues a product bench's --json file: give --json FILE (not with --kernel)")
+    if new and kernel:
+        fail("--new picks entries for the product bench: not with --kernel")
     gpu = need_gpu()
     if kernel:
         from cudal2.library.bench import bench_entries, record_bench
@@ -342,7 +347,7 @@ def library_bench(root: Optional[Path] = LibOpt, arch: Optional[str] = ArchOpt, 
         cmd = [sys.executable, "-m", "cudal2.library.product_bench", str(lib.folder), str(dest),
                *(["--served"] if served else []), *(["--limit", str(limit)] if limit else []),
                *(["--shapes", str(shapes)] if shapes else []), *(["--cupy"] if cupy else []),
-               *(["--resume"] if resume else [])]
+               *(["--resume"] if resume else []), *(["--new"] if new else [])]
         if subprocess.run(cmd).returncode != 0:   # a fresh process: what a new user's first run sees
             fail("the product bench failed (see above)")
         lines = [json.loads(x) for x in dest.read_text().splitlines() if x.strip()]

@@ -32,6 +32,20 @@ def test_record_serves_only_entries_that_ran_agreed_and_won_everywhere(tmp_path)
     assert kept["entries"][0]["measured"]["bench"]["kind"] == "product"
 
 
+def test_new_picks_only_the_entries_no_product_bench_has_measured(tmp_path):
+    folder = tmp_path / "sm90"
+    shutil.copytree(LIB, folder)
+    a, b, c = manifest.read(folder)[:3]
+    assert pb.record(folder, [{"id": a.id, "kernel_ran": True, "agree": True, "eager": 1.1, "graph": 1.1, "flushed": 1.1}])
+    manifest.record_bench(folder, {b.id: {"kind": "kernel", "speedup": {"offline": 1.1}}})   # the harness's view only
+    entries = manifest.read(folder)
+    for e in entries:
+        if e.id == c.id:
+            e.measured.pop("bench", None)          # as `cudal2 generate` publishes it
+    picked = {e.id for e in pb.unmeasured(entries)}
+    assert a.id not in picked and b.id in picked and c.id in picked
+
+
 def test_geomeans_are_per_band_and_overall():
     rows = [{"band": "below 2^30", "eager": 2.0, "graph": 1.0, "flushed": 1.0},
             {"band": "below 2^30", "eager": 0.5, "graph": 1.0, "flushed": 1.0}]

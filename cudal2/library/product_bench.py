@@ -324,13 +324,20 @@ def remaining(todo: list[tuple], out: Path, cupy: bool) -> tuple[list[dict], lis
     return kept, [t for t in todo if not all((*t, api) in done for api in apis)]
 
 
+def unmeasured(entries: list) -> list:
+    """The entries no product bench has measured yet (what a search just published): the others
+    keep their records, so `--update` over these alone leaves every other entry's history as it is."""
+    return [e for e in entries if e.measured.get("bench", {}).get("kind") != "product"]
+
+
 def run(folder: Path, out: Path, rounds: int = 15, calls: int = 50, limit: int = 0,
         serve_all: bool = True, shapes: list[tuple[int, int, int]] = (), cupy: bool = False,
-        resume: bool = False) -> list[dict]:
-    """Measure every entry's shape of `folder` (the first `limit`, if given), then each of `shapes`
-    no entry has; JSON lines to `out` (an entry's row carries its `id`). With `cupy`, each shape
-    also gets a row (`"api": "cupy"`) for `cudal2.matmul` on cupy arrays against `cupy.matmul`.
-    With `resume`, the rows already in `out` are kept and their shapes not measured again."""
+        resume: bool = False, new: bool = False) -> list[dict]:
+    """Measure every entry's shape of `folder` (only the `unmeasured` ones with `new`; the first
+    `limit`, if given), then each of `shapes` no entry has; JSON lines to `out` (an entry's row
+    carries its `id`). With `cupy`, each shape also gets a row (`"api": "cupy"`) for
+    `cudal2.matmul` on cupy arrays against `cupy.matmul`. With `resume`, the rows already in `out`
+    are kept and their shapes not measured again."""
     t_start = time.perf_counter()
     import torch
 
@@ -356,7 +363,8 @@ def run(folder: Path, out: Path, rounds: int = 15, calls: int = 50, limit: int =
     first = {"total": (t3 - t0) * 1e3, "read_library": (t1 - t0) * 1e3, "load_dispatcher": (t2 - t1) * 1e3,
              "call_with_its_binary": (t3 - t2) * 1e3}
     first_ms = first["total"]
-    entries = lib.entries[:limit] if limit else lib.entries
+    entries = unmeasured(lib.entries) if new else lib.entries
+    entries = entries[:limit] if limit else entries
     have = {(e.M, e.N, e.K) for e in lib.entries}
     todo = [(e.id, e.M or e.m_range[1], e.N, e.K) for e in entries]
     todo += [(None, *s) for s in dict.fromkeys(tuple(s) for s in shapes) if s not in have]
@@ -437,8 +445,9 @@ if __name__ == "__main__":
     ap.add_argument("--shapes", type=Path, help="a shapes file (cudal2 generate --shapes): measure these too")
     ap.add_argument("--cupy", action="store_true", help="also cudal2.matmul on cupy arrays against cupy.matmul")
     ap.add_argument("--resume", action="store_true", help="keep the rows already in OUT; measure only the rest")
+    ap.add_argument("--new", action="store_true", help="only the entries no product bench has measured yet")
     a = ap.parse_args()
     from cudal2.problem import load_shapes
     extra = [(p.M, p.N, p.K) for p in load_shapes(a.shapes)] if a.shapes else []
     run(a.folder, a.out, a.rounds, a.calls, a.limit, serve_all=not a.served, shapes=extra, cupy=a.cupy,
-        resume=a.resume)
+        resume=a.resume, new=a.new)

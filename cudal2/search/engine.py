@@ -221,8 +221,8 @@ class Search:
         added = writer.add(self.library_dir, e, source, rescored, binary=r.build.get("lib_path"), margin=margin)
         if added and not e.wins(margin):
             self.console.print(f"{p}: {best.name} published (against cuBLAS NN on a transposed B it measured "
-                               f"{e.speedups()}); served once `cudal2 library bench --update` measures it against "
-                               "F.linear")
+                               f"{e.speedups()}); served once `cudal2 library bench --update --new` measures it "
+                               "against F.linear")
         return added
 
     def _candidate(self, m: Member, source: str) -> Candidate:

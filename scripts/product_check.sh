@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The product-path bench as a new user runs it, on the GPU machine (carry .whl): the wheel built from
+# a fresh copy of the tree (tracked and unignored files; no .git, no build outputs) and installed
+# into a fresh venv with empty caches (scripts/fresh_wheel_env.sh); then, from a folder outside any
+# source tree, `cudal2 library build` and `cudal2 library bench --arch sm90 --served` over $SHAPES.
+# With UPDATE_NEW=1, first (in the copy, with its own empty caches) `cudal2 library bench --update
+# --new` measures the entries a search just published against F.linear, writes the copy's manifest
+# (copied to $OUT/manifest.json) and the wheel ships it. Results: $OUT/$1.jsonl (resumable: the
+# bench stops at $SECS seconds, default 540, and keeps its rows).
+#   device run: SHAPES=eval/llm_shapes.json [UPDATE_NEW=1] [SECS=540] bash scripts/product_check.sh NAME
+set -euo pipefail
+cd "$(dirname "$0")/.."
+t0=$(date +%s)
+out=${OUT:-/tmp}
+name=${1:?name the results file}
+shapes=$PWD/${SHAPES:?give SHAPES=a shapes file}
+src=$(mktemp -d /tmp/cudal2-copy.XXXXXX)
+tar --exclude=./.git --exclude=./build --exclude='*.egg-info' --exclude=__pycache__ -cf - . | tar -C "$src" -xf -
+if [ "${UPDATE_NEW:-0}" = 1 ]; then
+    (cd "$src" && export HOME=$src/.home XDG_CACHE_HOME=$src/.cache CUPY_CACHE_DIR=$src/.cache/cupy \
+        && source scripts/device_env.sh && python3 -m cudal2 library build \
+        && python3 -m cudal2 library bench --arch sm90 --update --new --json "$out/${name}_new.jsonl")
+    rm -rf "$src/.home" "$src/.cache"
+    cp "$src/kernels_out/sm90/manifest.json" "$out/manifest.json"
+fi
+source "$src/scripts/fresh_wheel_env.sh"
+cd "$tmp"
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+"$venv_py" -m cudal2 library build
+left=$(( ${SECS:-540} - ($(date +%s) - t0) ))
+timeout --signal=INT "$left" "$venv_py" -m cudal2 library bench --arch sm90 --served --shapes "$shapes" \
+    --json "$out/$name.jsonl" --resume || echo "the bench stopped after ${SECS:-540} s: rerun to resume"
+echo "wall seconds: $(( $(date +%s) - t0 ))"
