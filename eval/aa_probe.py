@@ -38,7 +38,7 @@ def main() -> None:
 
     import torch
     import cudal2
-    from cudal2.library.product_bench import TorchClock, _torch_inputs, calls_for, modes
+    from cudal2.library.product_bench import TorchClock, _torch_inputs, modes, pace
     from cudal2.problem import parse_mnk
 
     F = torch.nn.functional
@@ -59,14 +59,16 @@ def main() -> None:
             same1(), same2(), ours()
         torch.cuda.synchronize()
         served = sum(lib.stats()["hits"].values()) > before
-        calls = calls_for(clock.time(same1), a.calls)
+        paced = pace(clock, same1, a.rounds, a.calls)
+        calls, rounds = paced["calls"], paced["rounds"]
         kernels = {name: launched(torch, f) for name, f in (("F.linear", same1), ("cudal2.linear", ours), ("mm", mm))}
         print(json.dumps({"M": M, "N": N, "K": K, "kernels": kernels}), flush=True)
         for rep in range(a.repeats):
-            aa = modes(clock, same1, same2, a.rounds, calls)
-            lv = modes(clock, ours, same1, a.rounds, calls)
-            mv = modes(clock, mm, same1, a.rounds, calls)
-            row = {"M": M, "N": N, "K": K, "repeat": rep, "served": served, "calls": calls, "kernels": kernels,
+            aa = modes(clock, same1, same2, rounds, calls, flushed_rounds=paced["flushed_rounds"])
+            lv = modes(clock, ours, same1, rounds, calls, flushed_rounds=paced["flushed_rounds"])
+            mv = modes(clock, mm, same1, rounds, calls, flushed_rounds=paced["flushed_rounds"])
+            row = {"M": M, "N": N, "K": K, "repeat": rep, "served": served, "calls": calls, "rounds": rounds,
+                   "kernels": kernels,
                    "aa": {m: aa[m] for m in ("eager", "graph", "flushed")},
                    "library": {m: lv[m] for m in ("eager", "graph", "flushed")},
                    "mm": {m: mv[m] for m in ("eager", "graph", "flushed")}}

@@ -36,7 +36,8 @@ def test_new_picks_only_the_entries_no_product_bench_has_measured(tmp_path):
     folder = tmp_path / "sm90"
     shutil.copytree(LIB, folder)
     a, b, c = manifest.read(folder)[:3]
-    assert pb.record(folder, [{"id": a.id, "kernel_ran": True, "agree": True, "eager": 1.1, "graph": 1.1, "flushed": 1.1}])
+    measured = {"id": a.id, "kernel_ran": True, "agree": True, "eager": 1.1, "graph": 1.1, "flushed": 1.1}
+    assert pb.record(folder, [measured])
     manifest.record_bench(folder, {b.id: {"kind": "kernel", "speedup": {"offline": 1.1}}})   # the harness's view only
     entries = manifest.read(folder)
     for e in entries:
@@ -106,10 +107,16 @@ def test_resume_without_a_file_measures_everything(tmp_path):
 
 def test_long_calls_get_fewer_per_round_but_never_under_three():
     assert pb.calls_for(0.18, 50) == 50        # 4096^3: every call kept
-    assert pb.calls_for(1.4, 50) == 50         # 8192^3 too (70 ms a round)
-    assert pb.calls_for(5.0, 50) == 20         # a deep layer: 100 ms a round
-    assert pb.calls_for(17.0, 50) == 6         # an LM head
+    assert pb.calls_for(0.3, 50) == 50
+    assert pb.calls_for(1.6, 50) == 10         # 4096x8192x16384: 16 ms a round
+    assert pb.calls_for(17.0, 50) == 3         # an LM head
     assert pb.calls_for(400.0, 50) == 3
+
+
+def test_shorter_rounds_come_in_more_rounds_up_to_three_times_as_many():
+    assert pb.rounds_for(15, 50, 50) == 15     # every call kept: the rounds asked
+    assert pb.rounds_for(15, 50, 25) == 30     # half the calls a round: twice the rounds
+    assert pb.rounds_for(15, 50, 3) == 45      # capped
 
 
 class _CostClock:
@@ -191,6 +198,22 @@ def test_graph_mode_captures_afresh_each_round():
     clock = _CountingClock()
     row = pb.modes(clock, lambda: None, lambda: None, rounds=5, calls=2)
     assert clock.captures == 2 * 5 and row["graph"] == 1.0
+
+
+def test_flushed_rounds_are_set_apart_from_the_eager_and_graph_rounds():
+    # measure_shape gives long calls more, shorter eager/graph rounds (rounds_for); the flushed
+    # mode's one call a round keeps its own count
+    class Clock(_CountingClock):
+        colds = 0
+
+        def idle_cold(self):
+            self.colds += 1
+    clock = Clock()
+    pb.modes(clock, lambda: None, lambda: None, rounds=45, calls=10, flushed_rounds=12)
+    assert clock.captures == 2 * 45 and clock.colds == 2 * 12
+    clock = Clock()
+    pb.modes(clock, lambda: None, lambda: None, rounds=5, calls=10)
+    assert clock.colds == 2 * 15
 
 
 def test_a_new_graph_is_replayed_once_untimed():

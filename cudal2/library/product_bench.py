@@ -12,7 +12,8 @@ Guarantees:
   kernel (`lib.stats()`) is recorded beside each ratio;
 - three modes, each as paired rounds (the two callers alternate, each round gives one ratio
   t_vendor / t_library, the median of the ratios is reported): eager (back-to-back calls, host
-  overhead included; 50 a round, fewer only where they would take over ROUND_MS: `calls_for`),
+  overhead included; 50 a round, fewer in more rounds where they would take over ROUND_MS:
+  `calls_for`, `rounds_for`),
   graph (the same calls captured in a CUDA graph, afresh each round, and replayed), flushed (one
   call after an L2 flush and an idle GPU: the latency of a lone request, the host's launch path
   included, which after an idle spell is most of the difference at 1-2 ms shapes:
@@ -144,10 +145,11 @@ def lone(clock, f) -> float:
     return clock.time(f)
 
 
-def modes(clock, ours, theirs, rounds: int, calls: int, use=None) -> dict:
+def modes(clock, ours, theirs, rounds: int, calls: int, use=None, flushed_rounds: int | None = None) -> dict:
     """The three modes as paired ratios t(theirs) / t(ours): eager (`calls` back-to-back calls),
     graph (the same calls, captured afresh each round, replayed), flushed (one call after an L2
-    flush and an idle GPU; 3x the rounds, since one call is noisier). `use(f)`, when given, runs
+    flush and an idle GPU; `flushed_rounds` rounds, by default 3x the rounds, since one call is
+    noisier). `use(f)`, when given, runs
     before every use of caller f and outside its timing (e.g. making f's library the dispatcher's). A
     caller that cannot be captured (cupy's cuBLAS in some versions) gives `graph` None and the
     reason in `graph_error`."""
@@ -177,7 +179,7 @@ def modes(clock, ours, theirs, rounds: int, calls: int, use=None) -> dict:
     except Exception as err:  # noqa: BLE001  recorded: the mode is missing, not the shape
         row["graph"], row["graph_error"] = None, f"{type(err).__name__}: {err}".splitlines()[0]
 
-    record("flushed", _paired(ours, theirs, 3 * rounds, timed(lambda f: lone(clock, f))), 1)
+    record("flushed", _paired(ours, theirs, flushed_rounds or 3 * rounds, timed(lambda f: lone(clock, f))), 1)
     return row
 
 
@@ -197,15 +199,33 @@ def _agreement(err: float, scale: float) -> dict:
     return {"max_abs_diff": err, "agree": err <= 2e-2 * (scale or 1.0) + 1e-2}
 
 
-ROUND_MS = 100.0   # an eager or graph round of long calls stops growing past this (see calls_for)
+# An eager or graph round of long calls stops growing past this (calls_for). Rounds of ~80 ms (50
+# calls of 1.6 ms) read F.linear against itself at 0.994-1.023 in graph mode and 0.994-1.006 eager
+# over 9 repeats at 4096x8192x16384; rounds of 8 calls, 45 of them, at 0.988-1.003 (11 of 12 repeats
+# within 0.9994-1.0027) and 0.9997-1.0001, interleaved on one H100 (eval/aa_probe.py, 2026-12-06):
+# the power-bound clock drifts within a long round, so a pair's two sides see different clocks.
+ROUND_MS = 15.0
 
 
 def calls_for(call_ms: float, calls: int) -> int:
-    """Calls per eager/graph round: `calls`, or fewer where they would take more than ROUND_MS (a
-    wide LM-head GEMM of ~17 ms would take ~1.7 s a round at 50), never fewer than 3. Host costs,
-    what back-to-back calls amortize, are microseconds, so a round of 3 long calls measures them as
-    well; shapes under 2 ms a call keep every call."""
+    """Calls per eager/graph round: `calls`, or fewer where they would take more than ROUND_MS,
+    never fewer than 3. Host costs, what back-to-back calls amortize, are microseconds, so a round
+    of a few long calls measures them as well; shapes under 0.3 ms a call keep every call."""
     return max(3, min(calls, math.ceil(ROUND_MS / max(call_ms, 1e-6))))
+
+
+def rounds_for(rounds: int, calls: int, used: int) -> int:
+    """Paired eager/graph rounds where a round holds `used` of the `calls` asked: about as many calls
+    a side as `rounds` full rounds, in more, shorter rounds, at most 3x `rounds`."""
+    return min(3 * rounds, math.ceil(rounds * calls / used))
+
+
+def pace(clock, theirs, rounds: int, calls: int) -> dict:
+    """This shape's calls a round (`calls_for` the vendor's call time) and eager/graph rounds
+    (`rounds_for`), as a row records them and `modes` takes them (the flushed mode keeps 3x the
+    `rounds` asked)."""
+    used = calls_for(clock.time(theirs), calls)
+    return {"calls": used, "rounds": rounds_for(rounds, calls, used), "flushed_rounds": 3 * rounds}
 
 
 def measure_shape(torch, lib, M: int, N: int, K: int, rounds: int, calls: int, flush) -> dict:
@@ -224,8 +244,8 @@ def measure_shape(torch, lib, M: int, N: int, K: int, rounds: int, calls: int, f
     for _ in range(3):   # warm-up, both
         ours(), theirs()
     clock = TorchClock(torch, flush)
-    row["calls"] = calls_for(clock.time(theirs), calls)
-    row.update(modes(clock, ours, theirs, rounds, row["calls"]))
+    row.update(pace(clock, theirs, rounds, calls))
+    row.update(modes(clock, ours, theirs, row["rounds"], row["calls"], flushed_rounds=row["flushed_rounds"]))
     if M <= DECODE_M:
         row["copy"] = copy_rate(torch, clock, W, rounds, row["calls"], row)
     return row
@@ -278,8 +298,8 @@ def measure_shape_cupy(cp, lib, M: int, N: int, K: int, rounds: int, calls: int,
     for _ in range(3):
         ours(), theirs()
     clock = CupyClock(cp, flush)
-    row["calls"] = calls_for(clock.time(theirs), calls)
-    return {**row, **modes(clock, ours, theirs, rounds, row["calls"])}
+    row.update(pace(clock, theirs, rounds, calls))
+    return {**row, **modes(clock, ours, theirs, row["rounds"], row["calls"], flushed_rounds=row["flushed_rounds"])}
 
 
 def compare_libraries(torch, a, b, M: int, N: int, K: int, rounds: int, calls: int, flush) -> dict:
