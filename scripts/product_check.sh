@@ -5,15 +5,16 @@
 # source tree, `cudal2 library build` and `cudal2 library bench --arch sm90 --served` over $SHAPES.
 # With UPDATE_NEW=1, first (in the copy, with its own empty caches) `cudal2 library bench --update
 # --new` measures the entries a search just published against F.linear, writes the copy's manifest
-# (copied to $OUT/manifest.json) and the wheel ships it. Results: $OUT/$1.jsonl (resumable: the
-# bench stops at $SECS seconds, default 540, and keeps its rows).
-#   device run: SHAPES=eval/llm_shapes.json [UPDATE_NEW=1] [SECS=540] bash scripts/product_check.sh NAME
+# (copied to $OUT/manifest.json) and the wheel ships it. Results: $OUT/$1.jsonl. The bench stops at
+# $SECS seconds (default 540) and keeps its rows; RESUME=FILE (that file, carried back) goes on from it.
+#   device run: SHAPES=eval/llm_shapes.json [UPDATE_NEW=1] [SECS=540] [RESUME=F] bash scripts/product_check.sh NAME
 set -euo pipefail
 cd "$(dirname "$0")/.."
 t0=$(date +%s)
 out=${OUT:-/tmp}
 name=${1:?name the results file}
 shapes=$PWD/${SHAPES:?give SHAPES=a shapes file}
+[ -n "${RESUME:-}" ] && cp "$RESUME" "$out/$name.jsonl"
 src=$(mktemp -d /tmp/cudal2-copy.XXXXXX)
 tar --exclude=./.git --exclude=./build --exclude='*.egg-info' --exclude=__pycache__ -cf - . | tar -C "$src" -xf -
 if [ "${UPDATE_NEW:-0}" = 1 ]; then
@@ -29,5 +30,5 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 "$venv_py" -m cudal2 library build
 left=$(( ${SECS:-540} - ($(date +%s) - t0) ))
 timeout --signal=INT "$left" "$venv_py" -m cudal2 library bench --arch sm90 --served --shapes "$shapes" \
-    --json "$out/$name.jsonl" --resume || echo "the bench stopped after ${SECS:-540} s: rerun to resume"
+    --json "$out/$name.jsonl" --resume || echo "the bench stopped after ${SECS:-540} s: rerun with RESUME=$name.jsonl"
 echo "wall seconds: $(( $(date +%s) - t0 ))"

@@ -8,8 +8,8 @@ intensity), each plan's best point first (tile shape, split and schedule: `Famil
 each other structure's best before any structure's second (`spread`: the prior barely tells walk
 orders and grid sizes apart, and ranks a plan's stage counts and epilogues close together; rounds
 of 16 once went to two tile shapes in eight walk orders, and to one tile shape's variants while
-split-K went untried), then spends most of each round mutating the best candidates so far, one parameter
-one step at a time; its exploration learns where each family wins: slots go to families in
+split-K went untried), then spends most of each round mutating the best candidates so far, one
+parameter one step at a time; its exploration learns where each family wins: slots go to families in
 proportion to their best scores so far at shapes of similar size (`family_weights`, over every
 shape the population has judged), so a family that keeps losing in a size band is tried less
 there but never dropped; and within a family, where its structures win (`structure_weights`: a
@@ -114,7 +114,7 @@ class TemplateProposer:
 
     def __init__(self, families: list[Family], limits: Limits, explore: float = 0.25):
         self.families, self.limits, self.explore = families, limits, explore
-        self._priced: dict[tuple[str, str], list[tuple[float, str, dict]]] = {}
+        self._priced: dict[tuple[str, str], list[tuple[float, str, str, dict]]] = {}   # (prior, plan, structure, point)
 
     def ranked(self, fam: Family, p: Problem, weights: dict[str, float] | None = None) -> list[dict]:
         """Valid points of `fam` for `p`, best prior (times its structure's weight) first, plans before
