@@ -60,15 +60,13 @@ def main() -> None:
         torch.cuda.synchronize()
         served = sum(lib.stats()["hits"].values()) > before
         paced = pace(clock, same1, a.rounds, a.calls)
-        calls, rounds = paced["calls"], paced["rounds"]
         kernels = {name: launched(torch, f) for name, f in (("F.linear", same1), ("cudal2.linear", ours), ("mm", mm))}
         print(json.dumps({"M": M, "N": N, "K": K, "kernels": kernels}), flush=True)
         for rep in range(a.repeats):
-            aa = modes(clock, same1, same2, rounds, calls, flushed_rounds=paced["flushed_rounds"])
-            lv = modes(clock, ours, same1, rounds, calls, flushed_rounds=paced["flushed_rounds"])
-            mv = modes(clock, mm, same1, rounds, calls, flushed_rounds=paced["flushed_rounds"])
-            row = {"M": M, "N": N, "K": K, "repeat": rep, "served": served, "calls": calls, "rounds": rounds,
-                   "kernels": kernels,
+            aa = modes(clock, same1, same2, **paced)
+            lv = modes(clock, ours, same1, **paced)
+            mv = modes(clock, mm, same1, **paced)
+            row = {"M": M, "N": N, "K": K, "repeat": rep, "served": served, **paced, "kernels": kernels,
                    "aa": {m: aa[m] for m in ("eager", "graph", "flushed")},
                    "library": {m: lv[m] for m in ("eager", "graph", "flushed")},
                    "mm": {m: mv[m] for m in ("eager", "graph", "flushed")}}

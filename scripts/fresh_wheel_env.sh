@@ -3,9 +3,9 @@
 # temp folder that sees the machine's own torch and cupy (through a .pth: the device's python is
 # itself a venv, whose packages --system-site-packages would not show) and nothing of the source
 # tree, with empty caches. Sets tmp (the folder) and venv_py (the venv's python).
+source "$src/scripts/fresh.sh"
 tmp=$(mktemp -d /tmp/cudal2-wheel.XXXXXX)
-export HOME=$tmp/home XDG_CACHE_HOME=$tmp/cache CUPY_CACHE_DIR=$tmp/cache/cupy
-mkdir -p "$HOME"
+empty_caches "$tmp"
 unset PYTHONPATH
 (cd "$src" && python3 -m pip wheel -q --no-deps --no-build-isolation -w "$tmp/dist" . >/dev/null)
 python3 -m venv "$tmp/venv"

@@ -6,13 +6,11 @@
 #   device run: bash scripts/gpu_check.sh [pytest args]
 set -o pipefail
 cd "$(dirname "$0")/.."
-src=$PWD
+source scripts/fresh.sh
 fresh=$(mktemp -d /tmp/cudal2-fresh.XXXXXX)
-mkdir "$fresh/repo" && tar -C "$src" --exclude=./.git --exclude=./build --exclude='*.egg-info' --exclude=__pycache__ \
-    -cf - . | tar -C "$fresh/repo" -xf -
+fresh_copy "$fresh/repo"
 cd "$fresh/repo" || exit 1
-export HOME=$fresh/home XDG_CACHE_HOME=$fresh/cache CUPY_CACHE_DIR=$fresh/cache/cupy
-mkdir -p "$HOME" "$XDG_CACHE_HOME"
+empty_caches "$fresh"
 source scripts/device_env.sh || exit 1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader
 echo "fresh tree: $PWD, caches under $fresh"

@@ -15,13 +15,13 @@ out=${OUT:-/tmp}
 name=${1:?name the results file}
 shapes=$PWD/${SHAPES:?give SHAPES=a shapes file}
 [ -n "${RESUME:-}" ] && cp "$RESUME" "$out/$name.jsonl"
+source scripts/fresh.sh
 src=$(mktemp -d /tmp/cudal2-copy.XXXXXX)
-tar --exclude=./.git --exclude=./build --exclude='*.egg-info' --exclude=__pycache__ -cf - . | tar -C "$src" -xf -
+fresh_copy "$src"
 if [ "${UPDATE_NEW:-0}" = 1 ]; then
-    (cd "$src" && export HOME=$src/.home XDG_CACHE_HOME=$src/.cache CUPY_CACHE_DIR=$src/.cache/cupy \
+    (cd "$src" && empty_caches "$(mktemp -d /tmp/cudal2-update.XXXXXX)" \
         && source scripts/device_env.sh && python3 -m cudal2 library build \
         && python3 -m cudal2 library bench --arch sm90 --update --new --json "$out/${name}_new.jsonl")
-    rm -rf "$src/.home" "$src/.cache"
     cp "$src/kernels_out/sm90/manifest.json" "$out/manifest.json"
 fi
 source "$src/scripts/fresh_wheel_env.sh"

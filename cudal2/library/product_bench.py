@@ -222,8 +222,8 @@ def rounds_for(rounds: int, calls: int, used: int) -> int:
 
 def pace(clock, theirs, rounds: int, calls: int) -> dict:
     """This shape's calls a round (`calls_for` the vendor's call time) and eager/graph rounds
-    (`rounds_for`), as a row records them and `modes` takes them (the flushed mode keeps 3x the
-    `rounds` asked)."""
+    (`rounds_for`), as a row records them and as `modes`' keyword arguments (the flushed mode keeps
+    3x the `rounds` asked)."""
     used = calls_for(clock.time(theirs), calls)
     return {"calls": used, "rounds": rounds_for(rounds, calls, used), "flushed_rounds": 3 * rounds}
 
@@ -244,8 +244,9 @@ def measure_shape(torch, lib, M: int, N: int, K: int, rounds: int, calls: int, f
     for _ in range(3):   # warm-up, both
         ours(), theirs()
     clock = TorchClock(torch, flush)
-    row.update(pace(clock, theirs, rounds, calls))
-    row.update(modes(clock, ours, theirs, row["rounds"], row["calls"], flushed_rounds=row["flushed_rounds"]))
+    paced = pace(clock, theirs, rounds, calls)
+    row.update(paced)
+    row.update(modes(clock, ours, theirs, **paced))
     if M <= DECODE_M:
         row["copy"] = copy_rate(torch, clock, W, rounds, row["calls"], row)
     return row
@@ -298,8 +299,8 @@ def measure_shape_cupy(cp, lib, M: int, N: int, K: int, rounds: int, calls: int,
     for _ in range(3):
         ours(), theirs()
     clock = CupyClock(cp, flush)
-    row.update(pace(clock, theirs, rounds, calls))
-    return {**row, **modes(clock, ours, theirs, row["rounds"], row["calls"], flushed_rounds=row["flushed_rounds"])}
+    paced = pace(clock, theirs, rounds, calls)
+    return {**row, **paced, **modes(clock, ours, theirs, **paced)}
 
 
 def compare_libraries(torch, a, b, M: int, N: int, K: int, rounds: int, calls: int, flush) -> dict:
