@@ -250,7 +250,7 @@ def test_partial_slot_is_tiled_once_and_read_back_by_the_same_thread(p, x, tmp_p
     src = FAM.render(x, p)
     at = src.index("// ---- registers")
     src = src[:at] + "}\n#include <vector>\nnamespace {\n" + _SLOT_STUBS + src[at:]
-    assert run_on_host(src, ("publish_partial", "add_partial"), _SLOT_MAIN, tmp_path).strip() == "0"
+    assert run_on_host(src, ("partial_base", "publish_partial", "add_partial"), _SLOT_MAIN, tmp_path).strip() == "0"
 
 # ---- builds ------------------------------------------------------------------------------------------
 BUILDS = [CASES[0], CASES[2], CASES[5]]
