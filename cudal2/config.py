@@ -159,7 +159,8 @@ class LLMConfig:
 class LibraryConfig:
     root: str = _f("", "Kernel library folder; empty means the kernels_out/ folder beside the package.")
     serve_margin: float = _f(0.02, "A search winner is published only where the judge measured it faster than the vendor "
-                                   "on the caller's operands (cuBLAS TN, cuBLASLt) by at least this in every timing mode; "
+                                   "on the caller's operands (cuBLAS TN, cuBLASLt) by at least this in one timing mode and "
+                                   "slower in none; "
                                    "an entry is served only where its speedup over the vendor is at least 1 + this in every "
                                    "mode (on the median of its recent product benches against F.linear, each at least 1; "
                                    "before any bench, over vendor_default); elsewhere the vendor runs.", ge=-1.0)

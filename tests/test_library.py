@@ -29,11 +29,11 @@ def put(folder, *entries, source="// kernel\n"):
     manifest.write(folder, list(entries))
 
 
-def add(folder, e, rescored=None) -> bool:
+def add(folder, e, rescored=None, margin=0.0) -> bool:
     """writer.add with the entry's cubin, as the search hands over the one the judge loaded."""
     built = folder.parent / f"built-{folder.name}-{e.id}.cubin"
     built.write_bytes(cubin(e.id))
-    return writer.add(folder, e, "// kernel\n", rescored, binary=str(built))
+    return writer.add(folder, e, "// kernel\n", rescored, binary=str(built), margin=margin)
 
 
 def test_round_trip(tmp_path):
@@ -281,3 +281,24 @@ def test_publishing_needs_the_margin_over_the_faster_of_tn_and_cublaslt(tmp_path
     e = _layout(tmp_path, "lt_close", 1.05, 1.01, 1.05)
     assert not writer.add(tmp_path / "lib", e, "// kernel\n", binary=str(built), margin=0.02)
     assert writer.add(tmp_path / "lib", e, "// kernel\n", binary=str(built), margin=0.0)
+
+
+def _modes(tmp, eid, offline: float, server: float) -> Entry:
+    e = entry(tmp, eid, score=(offline * server) ** 0.5)
+    for m, v in (("offline", offline), ("server", server)):
+        e.measured["speedup"][m] = {"cublas_tn": v, "cublaslt": v, "vendor_default": v}
+    return e
+
+
+def test_publishing_needs_the_margin_in_one_mode_and_no_loss_in_any(tmp_path):
+    # 1024x1024x12288 read 1.071 offline / 1.008 server: the product bench decides such an entry
+    assert add(tmp_path / "a", _modes(tmp_path, "one_mode", 1.071, 1.008), margin=0.02)
+    assert not add(tmp_path / "b", _modes(tmp_path, "loses_server", 1.071, 0.999), margin=0.02)
+    assert not add(tmp_path / "c", _modes(tmp_path, "under_margin", 1.015, 1.019), margin=0.02)
+
+
+def test_an_entry_published_on_one_mode_is_not_served_before_a_product_bench(tmp_path):
+    put(tmp_path, _modes(tmp_path, "one_mode", 1.071, 1.008))
+    assert Library(tmp_path).served == []
+    _bench(tmp_path, "one_mode", 1.05)
+    assert len(Library(tmp_path).served) == 1

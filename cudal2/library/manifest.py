@@ -100,13 +100,18 @@ class Entry:
         return out
 
     def publishable(self, margin: float) -> bool:
-        """Measured by the judge faster than the vendor on the caller's own operands by at least
-        `margin` in every timing mode: what a search winner needs to go into the library. Serving
-        is `wins`: before any product bench it also asks vendor_default, so an entry that only
-        beats TN and cuBLASLt waits for `cudal2 library bench --update` to measure it against
-        F.linear."""
+        """Measured by the judge no slower than the vendor on the caller's own operands in any timing
+        mode, and faster by at least `margin` in one: what a search winner needs to go into the
+        library. The kernel-only modes only pre-filter; serving is `wins`, which asks the margin in
+        every mode of the product bench against F.linear (before any bench, over vendor_default in
+        every mode), so a published entry is never served on this test alone. Why one mode: the
+        kernel-only server mode (one call after a flush) read 1024x1024x12288 at 1.008 beside 1.071
+        offline, while the product path's flushed mode read the two entries published that day at
+        1.2-1.5 (results/product_bench_new_h100_2026-12-06.jsonl): it is no guide to what the
+        product bench measures, so it may veto a loss but not decide the margin."""
         s = self.layout_speedups()
-        return bool(s) and all(v >= 1.0 + margin for v in s.values())
+        # (a negative margin, for tests of the mechanics, lowers the floor with it)
+        return bool(s) and min(s.values()) >= min(1.0, 1.0 + margin) and max(s.values()) >= 1.0 + margin
 
     def wins(self, margin: float) -> bool:
         """Measured, slower than the vendor in no mode of any bench it keeps (the latest and the

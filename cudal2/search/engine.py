@@ -216,7 +216,7 @@ class Search:
         margin = self.cfg.library.serve_margin
         if not e.publishable(margin):
             self.console.print(f"{p}: {best.name} measured afresh at {e.layout_speedups()} against the vendor on its "
-                               f"operands: not faster by {margin:.0%} in every mode, so not published")
+                               f"operands: slower in a mode, or faster by {margin:.0%} in none, so not published")
             return False
         added = writer.add(self.library_dir, e, source, rescored, binary=r.build.get("lib_path"), margin=margin)
         if added and not e.wins(margin):
