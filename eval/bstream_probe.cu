@@ -18,19 +18,11 @@
 // Also a device-to-device copy of B's bytes (cudaMemcpyAsync), the bandwidth reference.
 //
 // Guarantees: every CUDA and driver return code is checked; B holds random data, not zeros;
-// each figure is the median of REPS event-timed calls after warm-up. Does not: verify data, or
+// each figure is the median of 15 event-timed calls after warm-up. Does not: verify data, or
 // model wgmma's shared-memory reads.
-#include <cuda.h>
-#include <cuda_fp16.h>
-#include <cuda_runtime.h>
-#include <algorithm>
-#include <cstdio>
-#include <cstdlib>
+#include "probe_util.cuh"
 #include <cstring>
-#include <vector>
 
-#define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); exit(1); } } while (0)
-#define CKD(x) do { CUresult e_ = (x); if (e_ != CUDA_SUCCESS) { const char* s_; cuGetErrorString(e_, &s_); fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, s_); exit(1); } } while (0)
 
 enum Mode { BOX2D = 0, BOX4D = 1, BULK1D = 2, FLAT = 3 };
 
@@ -44,16 +36,6 @@ struct Params {
     int sched;             // 0: equal contiguous runs of (tile, k step) iterations; 1: whole tiles, CTA c takes c, c + grid, ...
     int hint;              // 1: A loaded with an L2 evict_last policy and B with evict_first (createpolicy)
 };
-
-__device__ __forceinline__ uint32_t smem_u32(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
-
-__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
-    uint32_t done;
-    do {
-        asm volatile("{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\tselp.u32 %0, 1, 0, p;\n\t}"
-                     : "=r"(done) : "r"(bar), "r"(parity) : "memory");
-    } while (!done);
-}
 
 __global__ void __launch_bounds__(64, 1) probe(const __grid_constant__ CUtensorMap map2d, const __grid_constant__ CUtensorMap map4d,
                                                const __grid_constant__ CUtensorMap mapa, Params p,
@@ -139,24 +121,6 @@ __global__ void __launch_bounds__(64, 1) probe(const __grid_constant__ CUtensorM
     }
 }
 
-__global__ void fill(__half* b, size_t n, unsigned seed) {
-    for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
-        unsigned x = unsigned(i) * 2654435761u ^ seed;
-        x ^= x >> 13; x *= 0x5bd1e995u; x ^= x >> 15;
-        b[i] = __float2half((int(x % 2001) - 1000) * 1e-3f);
-    }
-}
-
-static CUtensorMap make2d(const void* b, int N, int K, int BN) {
-    CUtensorMap m;
-    cuuint64_t dims[2] = {cuuint64_t(K), cuuint64_t(N)}, strides[1] = {cuuint64_t(K) * 2};
-    cuuint32_t box[2] = {64, cuuint32_t(BN)}, es[2] = {1, 1};
-    CKD(cuTensorMapEncodeTiled(&m, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, const_cast<void*>(b), dims, strides, box, es,
-                               CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
-    return m;
-}
-
 // The 4-D view: (k in chunk 64, row in group 8, chunk K/64, group N/8), strides in bytes
 // (row K*2, chunk 128, group 8*K*2); needs K % 64 == 0 and N % 8 == 0.
 static CUtensorMap make4d(const void* b, int N, int K, int BN, int KC) {
@@ -171,7 +135,7 @@ static CUtensorMap make4d(const void* b, int N, int K, int BN, int KC) {
 }
 
 int main(int argc, char** argv) {
-    const int reps = 15, sms = 132;
+    const int sms = 132;
     const int shapes[][2] = {{28672, 8192}, {14336, 4096}, {8192, 28672}, {4096, 14336}, {5120, 27648}, {128256, 4096}, {3584, 18944}, {18944, 3584}};
     const char* names[] = {"box2d", "box4d", "bulk1d", "flat"};
     struct Cfg { int mode, BN, KC, STAGES, with_a, sched, hint; };
@@ -183,9 +147,6 @@ int main(int argc, char** argv) {
     CKD(cuInit(0));
     unsigned* sink;
     CK(cudaMalloc(&sink, 16));
-    cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
     CK(cudaFuncSetAttribute(probe, cudaFuncAttributeMaxDynamicSharedMemorySize, 227 * 1024));
     printf("[\n");
     bool first = true;
@@ -199,22 +160,7 @@ int main(int argc, char** argv) {
         CK(cudaMalloc(&C, bytes));
         fill<<<1024, 256>>>(B, elems, 12345u);
         CK(cudaGetLastError());
-        auto time_it = [&](auto launch) {
-            for (int w = 0; w < 3; ++w) launch();
-            std::vector<float> t;
-            for (int r = 0; r < reps; ++r) {
-                CK(cudaEventRecord(e0));
-                launch();
-                CK(cudaEventRecord(e1));
-                CK(cudaEventSynchronize(e1));
-                float ms;
-                CK(cudaEventElapsedTime(&ms, e0, e1));
-                t.push_back(ms);
-            }
-            std::sort(t.begin(), t.end());
-            return t[t.size() / 2] * 1e3;   // microseconds
-        };
-        const double copy_us = time_it([&] { CK(cudaMemcpyAsync(C, B, bytes, cudaMemcpyDeviceToDevice)); });
+        const double copy_us = median_us([&] { CK(cudaMemcpyAsync(C, B, bytes, cudaMemcpyDeviceToDevice)); });
         printf("%s{\"N\": %d, \"K\": %d, \"mode\": \"copy\", \"us\": %.2f, \"read_TBps\": %.3f, \"rw_TBps\": %.3f}", first ? "" : ",\n", N, K,
                copy_us, bytes / copy_us / 1e6, 2 * bytes / copy_us / 1e6);
         first = false;
@@ -226,7 +172,7 @@ int main(int argc, char** argv) {
             const int grid = c.sched ? std::min(tiles, sms) : sms;
             const CUtensorMap m2 = make2d(B, N, K, c.BN), m4 = make4d(B, N, K, c.BN, c.KC), ma = make2d(A, 128, K, 128);
             const int smem = c.STAGES * (p.stage_bytes + (c.with_a ? 128 * 128 * c.KC : 0)) + 2 * c.STAGES * 8 + 1024;
-            const double us = time_it([&] {
+            const double us = median_us([&] {
                 probe<<<grid, 64, smem>>>(m2, m4, ma, p, sink);
                 CK(cudaGetLastError());
             });

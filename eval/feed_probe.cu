@@ -12,35 +12,17 @@
 // (TMA multicast in 4-CTA clusters), not a better mainloop; if they take much less, it is not.
 //
 // Guarantees: every CUDA, driver and cuBLAS return code is checked; the operands hold random
-// data, not zeros; each figure is the median of REPS event-timed calls after warm-up. Does not:
+// data, not zeros; each figure is the median of 15 event-timed calls after warm-up. Does not:
 // model wgmma's shared-memory reads, or clusters (the multicast ceiling is this one's traffic
 // divided by the sharing factor only if L2 is the bound).
-//   build and run (device): nvcc -gencode=arch=compute_90a,code=sm_90a -O3 -std=c++17 -o fp eval/feed_probe.cu
-//   -lcuda -lcublas && ./fp
+//   build and run (device; L=/usr/local/cuda/targets/x86_64-linux): nvcc -gencode=arch=compute_90a,code=sm_90a
+//   -O3 -std=c++17 -I$L/include -o fp eval/feed_probe.cu -lcuda -L$L/lib -lcublas -Xlinker -rpath=$L/lib && ./fp
 #include <cublas_v2.h>
-#include <cuda.h>
-#include <cuda_fp16.h>
-#include <cuda_runtime.h>
-#include <algorithm>
-#include <cstdio>
-#include <cstdlib>
-#include <vector>
+#include "probe_util.cuh"
 
-#define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); exit(1); } } while (0)
-#define CKD(x) do { CUresult e_ = (x); if (e_ != CUDA_SUCCESS) { const char* s_; cuGetErrorString(e_, &s_); fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, s_); exit(1); } } while (0)
 #define CKB(x) do { cublasStatus_t e_ = (x); if (e_ != CUBLAS_STATUS_SUCCESS) { fprintf(stderr, "%s:%d cublas %d\n", __FILE__, __LINE__, int(e_)); exit(1); } } while (0)
 
 struct Params { int tiles_m, tiles, ksteps, BM, BN, STAGES; };
-
-__device__ __forceinline__ uint32_t smem_u32(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
-
-__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
-    uint32_t done;
-    do {
-        asm volatile("{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\tselp.u32 %0, 1, 0, p;\n\t}"
-                     : "=r"(done) : "r"(bar), "r"(parity) : "memory");
-    } while (!done);
-}
 
 __device__ __forceinline__ void tma2d(uint32_t dst, const CUtensorMap* map, int x, int y, uint32_t bar) {
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
@@ -89,35 +71,14 @@ __global__ void __launch_bounds__(64, 1) feed(const __grid_constant__ CUtensorMa
     if (acc == 0x12345678u) sink[0] = acc;   // keeps the touch alive
 }
 
-__global__ void fill(__half* b, size_t n, unsigned seed) {
-    for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
-        unsigned x = unsigned(i) * 2654435761u ^ seed;
-        x ^= x >> 13; x *= 0x5bd1e995u; x ^= x >> 15;
-        b[i] = __float2half((int(x % 2001) - 1000) * 1e-3f);
-    }
-}
-
-static CUtensorMap make2d(const void* b, int rows, int K, int box_rows) {
-    CUtensorMap m;
-    cuuint64_t dims[2] = {cuuint64_t(K), cuuint64_t(rows)}, strides[1] = {cuuint64_t(K) * 2};
-    cuuint32_t box[2] = {64, cuuint32_t(box_rows)}, es[2] = {1, 1};
-    CKD(cuTensorMapEncodeTiled(&m, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, const_cast<void*>(b), dims, strides, box, es,
-                               CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
-    return m;
-}
-
 int main() {
-    const int reps = 15, sms = 132;
+    const int sms = 132;
     const int shapes[][3] = {{512, 4096, 4096}, {512, 8192, 8192}, {512, 14336, 4096}, {2048, 14336, 4096}, {4096, 4096, 4096}};
     struct Cfg { int BM, BN, STAGES; };
     const Cfg cfgs[] = {{128, 256, 4}, {256, 128, 4}, {128, 128, 6}, {128, 192, 4}, {64, 256, 5}, {128, 64, 8}};
     CKD(cuInit(0));
     unsigned* sink;
     CK(cudaMalloc(&sink, 16));
-    cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
     CK(cudaFuncSetAttribute(feed, cudaFuncAttributeMaxDynamicSharedMemorySize, 227 * 1024));
     cublasHandle_t h;
     CKB(cublasCreate(&h));
@@ -132,24 +93,9 @@ int main() {
         fill<<<1024, 256>>>(A, size_t(M) * K, 777u);
         fill<<<1024, 256>>>(B, size_t(N) * K, 12345u);
         CK(cudaGetLastError());
-        auto time_it = [&](auto launch) {
-            for (int w = 0; w < 3; ++w) launch();
-            std::vector<float> t;
-            for (int r = 0; r < reps; ++r) {
-                CK(cudaEventRecord(e0));
-                launch();
-                CK(cudaEventRecord(e1));
-                CK(cudaEventSynchronize(e1));
-                float ms;
-                CK(cudaEventElapsedTime(&ms, e0, e1));
-                t.push_back(ms);
-            }
-            std::sort(t.begin(), t.end());
-            return t[t.size() / 2] * 1e3;   // microseconds
-        };
         const float alpha = 1.f, beta = 0.f;
         // C[M][N] = A[M][K] . B[N][K]^T, as F.linear: column-major C^T = op_T(B) . op_N(A)
-        const double cublas_us = time_it([&] {
+        const double cublas_us = median_us([&] {
             CKB(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &alpha, B, CUDA_R_16F, K, A, CUDA_R_16F, K, &beta, C,
                              CUDA_R_16F, N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
         });
@@ -162,7 +108,7 @@ int main() {
             const int grid = std::min(tiles, sms);
             const CUtensorMap ma = make2d(A, M, K, c.BM), mb = make2d(B, N, K, c.BN);
             const int smem = c.STAGES * (c.BM + c.BN) * 128 + 2 * c.STAGES * 8 + 1024;
-            const double us = time_it([&] {
+            const double us = median_us([&] {
                 feed<<<grid, 64, smem>>>(ma, mb, p, sink);
                 CK(cudaGetLastError());
             });
