@@ -42,8 +42,8 @@ def add(folder: Path, e: Entry, source: str, rescored: dict[str, float] | None =
     `binary` (the cubin the harness judged) copied beside the manifest as `e.binary`. Never a loss:
     `e` must lose to the vendor on the caller's operands in no measured mode and beat it by `margin`
     in one (`Entry.publishable`); serving it is `Entry.wins`, the margin in every mode, decided again
-    by every bench. `rescored` maps an
-    existing entry's id to its score measured beside `e`'s, used instead of the manifest's."""
+    by every bench. `rescored` maps an existing entry's id to its score measured beside `e`'s, used
+    instead of the manifest's."""
     if e.binary is None or e.spec is None or binary is None:
         raise ValueError(f"{e.id}: the library holds contract v2 entries only (a cubin and its launch spec)")
     if not e.publishable(margin):
