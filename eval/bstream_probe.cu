@@ -41,19 +41,11 @@ __global__ void __launch_bounds__(64, 1) probe(const __grid_constant__ CUtensorM
                                                const __grid_constant__ CUtensorMap mapa, Params p,
                                                unsigned* sink) {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
-    unsigned char* smem = reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
     const int a_bytes = p.with_a ? 128 * 128 * p.KC : 0, stage_all = p.stage_bytes + a_bytes;
-    uint64_t* full = reinterpret_cast<uint64_t*>(smem + p.STAGES * stage_all);
-    uint64_t* empty = full + p.STAGES;
+    const Ring ring = ring_init(smem_raw, p.STAGES, stage_all);
+    unsigned char* smem = ring.base;
+    uint64_t *full = ring.full, *empty = ring.empty;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < p.STAGES; ++s) {
-            asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(smem_u32(full + s)) : "memory");
-            asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(smem_u32(empty + s)) : "memory");
-        }
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    }
-    __syncthreads();
     // sched 1 walks whole tiles: iteration j of CTA c is tile c + (j / ksteps) * grid, k step j % ksteps
     const int tiles = int(p.iters / p.ksteps);
     const long long mine = (tiles - int(blockIdx.x) + int(gridDim.x) - 1) / int(gridDim.x);
@@ -111,10 +103,7 @@ __global__ void __launch_bounds__(64, 1) probe(const __grid_constant__ CUtensorM
         int s = 0;
         uint32_t ph = 0, acc = 0;
         for (long long i = i0; i < i1; ++i) {
-            mbar_wait(smem_u32(full + s), ph);
-            acc += reinterpret_cast<const unsigned*>(smem + s * stage_all)[lane];   // touch the stage
-            __syncwarp();
-            if (lane == 0) asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(smem_u32(empty + s)) : "memory");
+            acc += ring_consume(ring, s, ph, stage_all, lane);
             if (++s == p.STAGES) { s = 0; ph ^= 1; }
         }
         if (acc == 0x12345678u) sink[0] = acc;   // keeps the touch alive

@@ -32,19 +32,11 @@ __device__ __forceinline__ void tma2d(uint32_t dst, const CUtensorMap* map, int 
 __global__ void __launch_bounds__(64, 1) feed(const __grid_constant__ CUtensorMap ma, const __grid_constant__ CUtensorMap mb,
                                               Params p, unsigned* sink) {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
-    unsigned char* smem = reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
     const int a_bytes = p.BM * 128, stage = a_bytes + p.BN * 128;
-    uint64_t* full = reinterpret_cast<uint64_t*>(smem + p.STAGES * stage);
-    uint64_t* empty = full + p.STAGES;
+    const Ring ring = ring_init(smem_raw, p.STAGES, stage);
+    unsigned char* smem = ring.base;
+    uint64_t *full = ring.full, *empty = ring.empty;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < p.STAGES; ++s) {
-            asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(smem_u32(full + s)) : "memory");
-            asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(smem_u32(empty + s)) : "memory");
-        }
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    }
-    __syncthreads();
     int s = 0;
     uint32_t ph = 0, acc = 0;
     for (int t = blockIdx.x; t < p.tiles; t += gridDim.x) {
@@ -60,10 +52,7 @@ __global__ void __launch_bounds__(64, 1) feed(const __grid_constant__ CUtensorMa
                 }
                 __syncwarp();
             } else {
-                mbar_wait(smem_u32(full + s), ph);
-                acc += reinterpret_cast<const unsigned*>(smem + s * stage)[lane];   // touch the stage
-                __syncwarp();
-                if (lane == 0) asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(smem_u32(empty + s)) : "memory");
+                acc += ring_consume(ring, s, ph, stage, lane);
             }
             if (++s == p.STAGES) { s = 0; ph ^= 1; }
         }

@@ -1,6 +1,7 @@
 // probe_util.cuh: what the stand-alone TMA probes in eval/ (bstream_probe.cu, feed_probe.cu) share:
-// checked CUDA and driver calls, the mbarrier wait, a fill with random data (never zeros), the 2-D
-// tensor map a GEMM loads [box_rows][64] fp16 tiles with (128-byte swizzle), and a median timer.
+// checked CUDA and driver calls, the mbarrier wait, the stage ring (its barriers and the consumer's
+// release), a fill with random data (never zeros), the 2-D tensor map a GEMM loads [box_rows][64]
+// fp16 tiles with (128-byte swizzle), and a median timer.
 //
 // Guarantees: every wrapped call exits with file and line on failure; `median_us` warms up first
 // and times each call alone with events on the default stream. Does not: verify any data.
@@ -24,6 +25,41 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
         asm volatile("{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\tselp.u32 %0, 1, 0, p;\n\t}"
                      : "=r"(done) : "r"(bar), "r"(parity) : "memory");
     } while (!done);
+}
+
+// The probes' shared-memory ring: STAGES stages of `stage_bytes` from a 1024-byte aligned base (the
+// 128-byte swizzle needs it), then full[STAGES] and empty[STAGES] mbarriers of one arrival each.
+// Every thread of the block calls it (it ends in __syncthreads).
+struct Ring {
+    unsigned char* base;
+    uint64_t* full;
+    uint64_t* empty;
+};
+
+__device__ __forceinline__ Ring ring_init(unsigned char* raw, int stages, int stage_bytes) {
+    Ring r;
+    r.base = reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(raw) + 1023) & ~uintptr_t(1023));
+    r.full = reinterpret_cast<uint64_t*>(r.base + stages * stage_bytes);
+    r.empty = r.full + stages;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < stages; ++s) {
+            asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(smem_u32(r.full + s)) : "memory");
+            asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(smem_u32(r.empty + s)) : "memory");
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+    return r;
+}
+
+// The consumer warp's turn at stage s: wait until it has landed, read one word a lane (so the
+// load is not dead), release it to the producer; returns the word
+__device__ __forceinline__ unsigned ring_consume(const Ring& r, int s, uint32_t parity, int stage_bytes, int lane) {
+    mbar_wait(smem_u32(r.full + s), parity);
+    const unsigned v = reinterpret_cast<const unsigned*>(r.base + s * stage_bytes)[lane];
+    __syncwarp();
+    if (lane == 0) asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(smem_u32(r.empty + s)) : "memory");
+    return v;
 }
 
 // values in [-1, 1] in steps of 1e-3 from a hash of the index: random enough to keep the chip's
