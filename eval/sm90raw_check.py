@@ -12,6 +12,10 @@ verified and timed at five big shapes. Run on the GPU machine; nothing is assert
                                                             then verify + time at HYBRID_SHAPES
   python eval/sm90raw_check.py --out r.json --mid           small-batch prefill (M = 128, 512): wide tiles, splits
                                                             and stream-K at five LLM layer shapes
+  python eval/sm90raw_check.py --out r.json --ksplit        KSPLIT (a cluster computes one wide tile, each CTA a k
+                                                            slice, reduce-scattered through distributed shared
+                                                            memory) beside whole tiles: verify at KSPLIT_ODD_SHAPES,
+                                                            then verify + time at KSPLIT_SHAPES (M = 128-1024)
   python eval/sm90raw_check.py --out r.json --stream        seven M = 128 points at six M = 128 shapes (on a5407f8
                                                             also with L2 eviction priorities, since removed)
   python eval/sm90raw_check.py --out r.json --hilbert       ORDER=hilbert beside the same points in grouped
@@ -202,6 +206,27 @@ MID_POINTS = ["tma_128x256_s3", "c2_tma_128x256_s3", "hy_tma_128x256_s3", "128x1
               "hy_tma_128x128_s5", "sk2_128x256", "sk4_128x256", "sk8_128x256", "sk2_128x128_s6", "sk4_128x128",
               "sk2_64x128_s6", "streamk_128x256", "streamk_128x128_s6", "c2_64x256_s5", "c2_tma_64x256_s4",
               "c2_tma_64x224_s5", "c2_tma_64x128_s8", "sk2_c2_64x128_s6", "tma_128x112_s6", "tma_128x96_s7"]
+# ---- the k split inside a cluster (KSPLIT): where a shape has too few wide tiles to fill the SMs, a
+# cluster of KSPLIT CTAs computes each 128-wide tile, one k slice a CTA; against whole 128x128 and
+# 128x256 tiles (the M = 512 timeline, results/timeline_m512_h100_2026-12-06.json: a 128x256 k tile ran
+# at 0.59 us where 128x128 took 0.35, i.e. 1.7x the rate per FLOP, but only 64 of 132 SMs had one) ----
+POINTS.update({
+    "ks2_tma_128x256_s3": dict(EPI="tma", STAGES=3, KSPLIT=2),
+    "ks2_128x256_s4": dict(STAGES=4, KSPLIT=2),
+    "ks4_tma_128x256_s3": dict(EPI="tma", STAGES=3, KSPLIT=4),
+    "ks2_tma_128x128_s5": dict(BN=128, EPI="tma", STAGES=5, KSPLIT=2),
+    "ks4_tma_128x128_s5": dict(BN=128, EPI="tma", STAGES=5, KSPLIT=4),
+})
+KSPLIT_POINTS = ["tma_128x128_s5", "tma_128x256_s3", "ks2_tma_128x256_s3", "ks2_128x256_s4", "ks4_tma_128x256_s3",
+                 "ks2_tma_128x128_s5", "ks4_tma_128x128_s5"]
+# M = 512 and 128 layer shapes of the LLM list whose 128x256 tiles number at most 66, and two dev mid-band
+# shapes; verification: M, N and K tails, odd N (direct stores), a K whose k tiles do not divide by the split
+KSPLIT_SHAPES = [Problem(512, 4096, 4096), Problem(512, 3584, 3584), Problem(512, 1024, 4096),
+                 Problem(512, 4096, 14336), Problem(512, 3584, 18944), Problem(512, 1024, 8192),
+                 Problem(128, 4096, 4096), Problem(128, 3584, 3584), Problem(128, 5120, 5120),
+                 Problem(128, 4096, 14336), Problem(128, 8192, 8192), Problem(1024, 1024, 12288),
+                 Problem(2048, 512, 12288)]
+KSPLIT_ODD_SHAPES = [Problem(257, 1001, 1032), Problem(300, 2000, 1000), Problem(1, 1024, 4104)]
 # points only verified (at the odd shapes), not timed: they cover tails, not speed
 VERIFY_ONLY = {"hy_128x256", "hy_c2_128x112", "hy_64x64", "hb_sk3_64x80", "hb_128x112"}
 
@@ -259,6 +284,9 @@ def main() -> int:
     ap.add_argument("--pingpong", action="store_true",
                     help="ping-pong consumers (PINGPONG_POINTS) at PINGPONG_ODD_SHAPES and PINGPONG_SHAPES; "
                          "--points and --shapes (indices into PINGPONG_SHAPES) narrow it further")
+    ap.add_argument("--ksplit", action="store_true",
+                    help="the k split in a cluster (KSPLIT_POINTS) at KSPLIT_ODD_SHAPES and KSPLIT_SHAPES; "
+                         "--points and --shapes (indices into KSPLIT_SHAPES) narrow it further")
     ap.add_argument("--stream", action="store_true",
                     help="the M = 128 points (STREAM_POINTS) at SPLIT_ODD_SHAPES and STREAM_SHAPES; "
                          "--points and --shapes (indices into STREAM_SHAPES) narrow it further")
@@ -268,6 +296,7 @@ def main() -> int:
     default, pool, odd = ((THIN_POINTS, THIN_SHAPES, SPLIT_ODD_SHAPES) if args.thin else
                           (MID_POINTS, MID_SHAPES, SPLIT_ODD_SHAPES) if args.mid else
                           (STREAM_POINTS, STREAM_SHAPES, SPLIT_ODD_SHAPES) if args.stream else
+                          (KSPLIT_POINTS, KSPLIT_SHAPES, KSPLIT_ODD_SHAPES) if args.ksplit else
                           (PINGPONG_POINTS, PINGPONG_SHAPES, PINGPONG_ODD_SHAPES) if args.pingpong else
                           (HYBRID_POINTS, HYBRID_SHAPES, HYBRID_ODD_SHAPES) if args.hybrid else
                           (HILBERT_POINTS, HILBERT_SHAPES, HILBERT_ODD_SHAPES) if args.hilbert else

@@ -1,7 +1,7 @@
 """The sm90raw family through the judge on the GPU: one point per scheduler (whole tiles with the
 TMA-store epilogue, split-K with its separate reduction, stream-K, the hybrid with its in-kernel
-fix-up, with and without a 2-CTA cluster, and ping-pong consumers, several items per consumer so that
-the ring is handed over many times) verified at shapes with M, N and K tails, the judge's
+fix-up, with and without a 2-CTA cluster, ping-pong consumers, several items per consumer so that
+the ring is handed over many times, and the k split reduce-scattered in a cluster) verified at shapes with M, N and K tails, the judge's
 determinism stage included. Correctness only: speed is eval/sm90raw_check.py's."""
 
 import pytest
@@ -22,6 +22,8 @@ THIN = Problem(257, 135, 4104)     # odd N (scalar stores in the reduction), a K
 # ping-pong: 2.7-3.9 items per CTA; an M edge with an odd tile-row count (the cluster's padding tile) where
 # N divides the tile (the TMA store), and M, N, K tails for the direct stores
 PP_TMA, PP_DIRECT = Problem(1900, 4096, 1000), Problem(4095, 2056, 1032)
+# the k split in a cluster: one tile per cluster, M, N and K tails (17 k tiles over 4 ranks), odd N
+KS_TMA, KS_DIRECT = Problem(300, 2000, 1000), Problem(257, 1001, 1032)
 CASES = [
     ("tiles_tma", dict(EPI="tma"), P),
     ("streamk_128x112_c2", dict(BN=112, CLUSTER=2, STAGES=4, SCHED="streamk"), P),
@@ -30,6 +32,8 @@ CASES = [
     ("splitk3_64x80", dict(BM=64, BN=80, CONSUMERS=1, STAGES=4, SPLIT_K=3), THIN),
     ("pingpong_tma_c2", dict(BN=128, STAGES=5, EPI="tma", CLUSTER=2, SCHED="pingpong"), PP_TMA),
     ("pingpong_direct", dict(BN=192, STAGES=5, SCHED="pingpong"), PP_DIRECT),
+    ("ksplit2_tma", dict(EPI="tma", KSPLIT=2), KS_TMA),
+    ("ksplit4_direct", dict(KSPLIT=4, STAGES=4), KS_DIRECT),
 ]
 
 

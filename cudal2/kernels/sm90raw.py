@@ -124,7 +124,7 @@ class Sm90Raw(Family):
     build_archs = ("sm_90a",)
     walk_params = ("GROUP_M", "ORDER")
     tuning_params = ("GROUP_M", "ORDER", "MAX_CTAS")   # MAX_CTAS: 128 or 132 persistent CTAs
-    plan_params = ("BM", "BN", "SPLIT_K", "SCHED")
+    plan_params = ("BM", "BN", "SPLIT_K", "SCHED", "KSPLIT")
     space = {
         "BM": (128, 64, 192, 256),
         "BN": (128, 64, 80, 96, 112, 144, 160, 176, 192, 208, 224, 240, 256),
@@ -150,6 +150,10 @@ class Sm90Raw(Family):
         # "pingpong": whole tiles, but each of the two consumer warpgroups owns whole BM x BN tiles and
         # they take the CTA's items in turn, so one's epilogue overlaps the other's mainloop
         "SCHED": ("tiles", "streamk", "hybrid", "pingpong"),
+        # the k split inside a cluster: KSPLIT CTAs compute one tile, each a k slice, and reduce-scatter
+        # their fp32 partials through distributed shared memory (each stores one column slice); for
+        # outputs with too few wide tiles to fill the SMs, one item per cluster
+        "KSPLIT": (1, 2, 4),
     }
 
     def context(self, params: Params, p: Problem) -> dict[str, Any]:
@@ -157,6 +161,7 @@ class Sm90Raw(Family):
         CL, EPI = params["CLUSTER"], params["EPI"]
         # a point recorded before these parameters existed meant no split and whole tiles
         S, sched = params.get("SPLIT_K", 1), params.get("SCHED", "tiles")
+        ks = params.get("KSPLIT", 1)
         pingpong = sched == "pingpong"
         wg_m = BM if pingpong else BM // C             # ping-pong: each consumer owns whole tiles
         tiles_m, tiles_n = cdiv(p.M, BM), cdiv(p.N, BN)
@@ -181,6 +186,11 @@ class Sm90Raw(Family):
             workers = grid // CL
             slots = (workers + items - 1) * CL         # slot (w + item) * CL + rank per segment
             per_cta_ktiles = cdiv(items * ktiles, workers)
+        elif ks > 1:
+            grid = items * ks                          # one item per cluster: the rules keep it in one wave
+            workers = items
+            slots = 0
+            per_cta_ktiles = cdiv(ktiles, ks)
         else:
             grid = min(units * CL, params["MAX_CTAS"] // CL * CL)
             workers = grid // CL
@@ -191,7 +201,9 @@ class Sm90Raw(Family):
         flag_offset = slots * BM * BN * 4
         return {
             "ORDER": params.get("ORDER", "grouped"),
-            "SPLIT_K": S, "SCHED": sched, "PINGPONG": pingpong, "WS": ws, "FIXUP": fixup, "UNIT_LOOP": ws or fixup,
+            "SPLIT_K": S, "SCHED": sched, "PINGPONG": pingpong, "KSPLIT": ks,
+            # the k split's exchange: the fp32 partials of its column slice a CTA receives from its peers
+            "XS_BYTES": (ks - 1) * BM * (BN // ks) * 4, "WS": ws, "FIXUP": fixup, "UNIT_LOOP": ws or fixup,
             "UNITS": units, "WORKERS": workers,
             "TOTAL_ITERS": items * ktiles, "PER_CTA_KTILES": per_cta_ktiles,
             "SK_ITEMS": sk_items, "DP_ITEMS": dp_items, "FLAGS": flags, "FLAG_OFFSET": flag_offset,
@@ -202,10 +214,11 @@ class Sm90Raw(Family):
             "RED_BLOCKS": cdiv(tiles * BM * BN // 8, RED_THREADS),
             "BK": BK, "THREADS": 128 * (1 + C), "WG_M": wg_m, "M_SUB": wg_m // 64, "ACC": (wg_m // 64) * BN // 2,
             "STAGE_BYTES": stage, "EPI_BYTES": epi,
-            # (+16: ping-pong's two turn barriers)
-            "SMEM_BYTES": STAGES * stage + epi + STAGES * BARRIER_BYTES + 16 * pingpong + ALIGN_SLACK,
-            # the TMA-store box: the widest of 64/32/16 columns dividing BN (its swizzle = 2 bytes x that)
-            "EPI_COLS": next(w for w in (64, 32, 16, 8) if BN % w == 0),
+            # (+16: ping-pong's two turn barriers, or the k split's free and recv barriers)
+            "SMEM_BYTES": STAGES * stage + epi + STAGES * BARRIER_BYTES + 16 * (pingpong or ks > 1) + ALIGN_SLACK,
+            # the TMA-store box: the widest of 64/32/16 columns dividing BN (with a k split, BN / KSPLIT,
+            # the columns each rank stores) (its swizzle = 2 bytes x that)
+            "EPI_COLS": next((w for w in (64, 32, 16) if (BN // ks) % w == 0), 8),
             "TILES_M": tiles_m, "TILES_N": tiles_n, "TILES": tiles, "ITEMS": items,
             "GRID": grid,
             "KTILES": ktiles, "PRODUCER_REGS": prod, "CONSUMER_REGS": cons,
@@ -218,6 +231,12 @@ class Sm90Raw(Family):
 
     def invalid(self, params: Params, p: Problem, lim: Limits) -> str | None:
         BM, BN, C, STAGES = params["BM"], params["BN"], params["CONSUMERS"], params["STAGES"]
+        ks = params.get("KSPLIT", 1)
+        if ks != 1 and (params["CLUSTER"] != 1 or params.get("SPLIT_K", 1) != 1
+                        or params.get("SCHED", "tiles") != "tiles" or params["MAX_CTAS"] != self.space["MAX_CTAS"][0]):
+            # first, and before the derived constants: most of the space is refused here, cheaply
+            return (f"KSPLIT={ks}: the cluster is the k split (CLUSTER=1), whole tiles one per cluster "
+                    "(SCHED=tiles, SPLIT_K=1, and the default MAX_CTAS)")
         if C not in REGS:
             return f"CONSUMERS={C}: 1 to 3 consumer warpgroups"
         if params.get("SCHED") == "pingpong":
@@ -268,7 +287,7 @@ class Sm90Raw(Family):
                     f"(the same kernel as GROUP_M={self.space['GROUP_M'][0]})")
         if params["MAX_CTAS"] > lim.sm_count:
             return f"MAX_CTAS={params['MAX_CTAS']} exceeds the {lim.sm_count} SMs: a persistent grid is one wave"
-        why = self._invalid_split(params, p, lim, d)
+        why = self._invalid_split(params, p, lim, d) or self._invalid_ksplit(params, p, lim, d)
         if why:
             return why
         if (params["MAX_CTAS"] != self.space["MAX_CTAS"][0] and d["SCHED"] in ("tiles", "pingpong")
@@ -279,6 +298,28 @@ class Sm90Raw(Family):
         if STAGES > 3 and STAGES > per_cta:
             return (f"STAGES={STAGES} never fills: a CTA loads only {per_cta} k tiles in all "
                     "(fewer stages do the same work with less smem)")
+        return None
+
+    def _invalid_ksplit(self, params: Params, p: Problem, lim: Limits, d: dict[str, Any]) -> str | None:
+        """The rules of the k split inside a cluster (KSPLIT > 1)."""
+        ks, BN = d["KSPLIT"], params["BN"]
+        if ks == 1:
+            return None
+        if ks not in self.space["KSPLIT"]:
+            return f"KSPLIT={ks}: one of {self.space['KSPLIT']}"
+        if d["GRID"] > params["MAX_CTAS"]:
+            return (f"KSPLIT={ks}: {d['ITEMS']} tiles x {ks} CTAs exceed the {params['MAX_CTAS']}-CTA wave "
+                    "(the exchange reuses the ring, so a cluster takes one tile)")
+        if BN % (8 * ks):
+            return f"KSPLIT={ks}: BN={BN} does not cut into {ks} column slices of whole 8-column groups"
+        if params["EPI"] == "tma" and (BN // ks) % 16:
+            return f"KSPLIT={ks} with EPI=tma: a rank's {BN // ks} columns are not whole 16-column stmatrix groups"
+        if d["KTILES"] // ks < MIN_KTILES_PER_UNIT:
+            return (f"KSPLIT={ks}: a rank gets {d['KTILES'] // ks} k tiles of {BK} (K={p.K}), fewer than "
+                    f"{MIN_KTILES_PER_UNIT}: the pipeline never fills")
+        if d["XS_BYTES"] > params["STAGES"] * d["STAGE_BYTES"]:
+            return (f"KSPLIT={ks}: the {d['XS_BYTES']} B a rank receives do not fit in its "
+                    f"{params['STAGES']}-stage ring")
         return None
 
     def _invalid_split(self, params: Params, p: Problem, lim: Limits, d: dict[str, Any]) -> str | None:
@@ -378,6 +419,9 @@ class Sm90Raw(Family):
     # ranked them first; at 4096^3 a 3-stage 128x256 tile stays compute-bound, so the latency is
     # under ~2 us.
     LOAD_LATENCY_S = 1.5e-6
+    # The k split's exchange through distributed shared memory, per SM (each CTA pushes and receives
+    # (KSPLIT - 1) / KSPLIT of its fp32 tile): a guess until measured.
+    DSMEM_BPS = 100e9
 
     def prior(self, params: Params, p: Problem, lim: Limits) -> float:
         d = self.context(params, p)
@@ -424,6 +468,10 @@ class Sm90Raw(Family):
             fix = BM * BN * 4 * (d["GRID"] + (d["SEGMENTS"] - 1) * lim.sm_count) / (self.L2_TBPS * 1e12)
             t = d["PER_CTA_KTILES"] * ktile_s + (d["DP_ITEMS"] // d["WORKERS"] + 1) * epi
             after = fix + self.LAUNCH_S
+        elif d["KSPLIT"] > 1:
+            # one tile per cluster: a rank's k slice, the exchange, and its column slice's epilogue
+            t = d["PER_CTA_KTILES"] * ktile_s + d["XS_BYTES"] / self.DSMEM_BPS + epi / d["KSPLIT"]
+            after = 0.0
         else:
             tile_s = 2 * BM * BN * d["KTILES"] * BK / (self.SM_TFLOPS * 1e12 * eff) + epi
             t = cdiv(d["ITEMS"], d["GRID"] // CL) * tile_s
