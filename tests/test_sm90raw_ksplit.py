@@ -128,3 +128,16 @@ BUILDS = [(M512, point()), (Problem(257, 1000, 1032), point(EPI="direct")),
 @pytest.mark.parametrize("p,x", BUILDS, ids=["tma", "edge-direct", "ksplit4"])
 def test_k_split_point_builds_without_spills(p, x, tmp_path):
     build_clean(p, x, tmp_path)
+
+
+def test_the_points_left_out_of_the_space_are_all_invalid():
+    # points() offers KSPLIT > 1 only beside CLUSTER=1, SPLIT_K=1, SCHED=tiles, MAX_CTAS=132; every other
+    # combination with a k split must be one `invalid` refuses, or the pruning would hide real kernels
+    pts = FAM.points()
+    offered = {tuple(sorted(x.items())) for x in pts if x["KSPLIT"] > 1}
+    assert offered and all(x["CLUSTER"] == 1 and x["SCHED"] == "tiles" for x in pts if x["KSPLIT"] > 1)
+    for kw in (dict(CLUSTER=2), dict(SPLIT_K=2, EPI="direct"), dict(SCHED="streamk", EPI="direct"),
+               dict(SCHED="hybrid"), dict(SCHED="pingpong", BN=128), dict(MAX_CTAS=128)):
+        x = point(**kw)
+        assert tuple(sorted(x.items())) not in offered
+        assert FAM.invalid(x, M512, LIM), kw

@@ -59,10 +59,12 @@ def test_small_tile_split_k_fills_the_sms_at_128x1024x16384():
 
 
 def test_prior_favourite_for_a_thin_long_k_shape_cuts_k_over_the_sms():
-    # split-K, or stream-K with either fix-up (the separate reduction or the hybrid's in-kernel one)
+    # split-K, stream-K with either fix-up (the separate reduction or the hybrid's in-kernel one), or the
+    # k split inside a cluster
     best = max(FAM.valid_points(THIN, LIM), key=lambda x: FAM.prior(x, THIN, LIM))
     d = FAM.context(best, THIN)
-    assert (best["SPLIT_K"] > 1 or best["SCHED"] != "tiles") and d["TILES"] < LIM.sm_count <= d["GRID"] + 8
+    cuts_k = best["SPLIT_K"] > 1 or best["SCHED"] != "tiles" or best["KSPLIT"] > 1
+    assert cuts_k and d["TILES"] < LIM.sm_count <= d["GRID"] + 8
 
 
 def test_prior_still_prefers_whole_tiles_at_4096_cubed():

@@ -31,6 +31,15 @@ for wave quantization on 132 SMs); options:
   (no data-parallel first wave, no in-kernel fix-up with flags): simple and deterministic, and
   paid for in partials traffic, which the prior charges.
 Both require EPI="direct" (the contract has no tensor map over the workspace).
+- KSPLIT in {2, 4}: a cluster of KSPLIT CTAs computes one tile, each CTA a k slice, and the fp32
+  partials are reduce-scattered through distributed shared memory (st.async into the peers' rings,
+  free once their mainloops end; each rank adds its column slice's partials in rank order and
+  stores that slice): no workspace, no second launch, deterministic. One tile per cluster, so only
+  where items x KSPLIT fit in one wave, with CLUSTER=1, SPLIT_K=1 and SCHED="tiles". Measured on the
+  H100 (results/sm90raw_ksplit_h100_2026-12-06.json): faster than whole tiles of the same width
+  where those leave SMs idle (128x8192x8192, 1024x1024x12288: 0.93 and 0.77-0.83 of the vendor
+  against 0.88 and 0.68), never faster than cuBLAS; the exchange costs ~2.6 us and a 128x256 k slice
+  runs at 0.81 us a k tile on 128 CTAs (the prior charges both).
 - SCHED="hybrid": the items that fill whole waves as whole tiles (any epilogue), then one
   stream-K wave over the rest (`hybrid_sk_items`), fixed up in the kernel: a segment that does not
   start at k = 0 publishes its fp32 partial (flag: red.release.gpu), the tile's owner waits
@@ -86,6 +95,7 @@ long).
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from cudal2.kernels.family import Family, Limits, Params, cdiv, register
@@ -155,6 +165,19 @@ class Sm90Raw(Family):
         # outputs with too few wide tiles to fill the SMs, one item per cluster
         "KSPLIT": (1, 2, 4),
     }
+
+    def points(self) -> list[Params]:
+        """The space's points, but KSPLIT > 1 only beside CLUSTER=1, SPLIT_K=1, SCHED="tiles" and the
+        default MAX_CTAS (`invalid` refuses it with anything else): the product would triple the
+        points every shape's ranking walks, for nothing."""
+        keys = [k for k in self.space if k != "KSPLIT"]
+        out = []
+        for vals in itertools.product(*(self.space[k] for k in keys)):
+            x = dict(zip(keys, vals), KSPLIT=1)
+            out.append(x)
+            if (x["CLUSTER"], x["SPLIT_K"], x["SCHED"], x["MAX_CTAS"]) == (1, 1, "tiles", self.space["MAX_CTAS"][0]):
+                out.extend({**x, "KSPLIT": ks} for ks in self.space["KSPLIT"][1:])
+        return out
 
     def context(self, params: Params, p: Problem) -> dict[str, Any]:
         BM, BN, C, STAGES = params["BM"], params["BN"], params["CONSUMERS"], params["STAGES"]
@@ -419,9 +442,13 @@ class Sm90Raw(Family):
     # ranked them first; at 4096^3 a 3-stage 128x256 tile stays compute-bound, so the latency is
     # under ~2 us.
     LOAD_LATENCY_S = 1.5e-6
-    # The k split's exchange through distributed shared memory, per SM (each CTA pushes and receives
-    # (KSPLIT - 1) / KSPLIT of its fp32 tile): a guess until measured.
-    DSMEM_BPS = 100e9
+    # The k split (KSPLIT), measured on the H100 (eval/timeline_probe.py at 512x4096x4096, 128x256 tiles
+    # in pairs, results/timeline_ksplit_h100_2026-12-06.json): the exchange, from the end of the
+    # mainloop to the epilogue, took 2.6 us for the 64 KB a CTA receives (the peers' skew included), and a
+    # k tile 0.81 us against 0.59 for the same tile with half the SMs idle: 128 CTAs each asking L2 for
+    # a 128x256 tile's 48 KB per k tile outrun its feed (eval/feed_probe.cu: 8-10 TB/s for such tiles)
+    DSMEM_BPS = 25e9
+    KSPLIT_EFF = 0.75
 
     def prior(self, params: Params, p: Problem, lim: Limits) -> float:
         d = self.context(params, p)
@@ -470,7 +497,8 @@ class Sm90Raw(Family):
             after = fix + self.LAUNCH_S
         elif d["KSPLIT"] > 1:
             # one tile per cluster: a rank's k slice, the exchange, and its column slice's epilogue
-            t = d["PER_CTA_KTILES"] * ktile_s + d["XS_BYTES"] / self.DSMEM_BPS + epi / d["KSPLIT"]
+            t = (d["PER_CTA_KTILES"] * ktile_s / self.KSPLIT_EFF + d["XS_BYTES"] / self.DSMEM_BPS
+                 + epi / d["KSPLIT"])
             after = 0.0
         else:
             tile_s = 2 * BM * BN * d["KTILES"] * BK / (self.SM_TFLOPS * 1e12 * eff) + epi
