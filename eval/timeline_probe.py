@@ -79,7 +79,9 @@ def instrument(src: str) -> str:
     if not m:
         raise SystemExit("no unit loop anchor")
     sk = "(unsigned long long)(unsigned)sk << 32" if "kt1, sk)" in m.group(2) else "0xffffffffull << 32"
-    kts = "(unsigned long long)(kt1 - kt0)" if "unit_of" in m.group(2) else "(unsigned long long)KTILES"
+    # k tiles of the unit: a split's range, the rank's slice under KSPLIT, else the whole item
+    kts = ("(unsigned long long)(kt1 - kt0)" if "unit_of" in m.group(2) else
+           "(unsigned long long)(kt_hi - kt_lo)" if "kt_hi" in body else "(unsigned long long)KTILES")
     body = body.replace(m.group(0), f"{m.group(0)}{m.group(1)}++tl_u; TL(0); TL_AT(tl_u - 1, 3, {kts} | ({sk}));\n", 1)
     body = body.replace("            wgmma_wait<0>();\n            fence_acc(acc);\n",
                         "            wgmma_wait<0>();\n            fence_acc(acc);\n            TL(1);\n", 1)
