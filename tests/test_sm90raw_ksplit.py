@@ -54,12 +54,14 @@ def test_invalid_names_what_the_k_split_cannot_do(kw, p, word):
 
 
 def test_the_exchange_must_fit_in_the_ring():
-    # 64x256 tile, one consumer, 4 ranks: 3 x 64 x 64 x 4 = 48 KB received, 2 stages of 40 KB hold it;
-    # 128x256 at 4 ranks: 96 KB, which 2 stages of 48 KB only just hold
+    # 128x256 in pairs: a rank receives 128 x 128 fp32 (64 KB); one 48 KB stage cannot hold it, two can;
+    # in fours: 3 x 128 x 64 x 4 = 96 KB, which two stages (96 KB) just hold
+    assert FAM.context(point(), M512)["XS_BYTES"] == 128 * 128 * 4
+    reason = FAM.invalid(point(STAGES=1), M512, LIM)
+    assert reason and "ring" in reason
+    assert FAM.invalid(point(STAGES=2), M512, LIM) is None
     assert FAM.context(point(KSPLIT=4), Problem(128, 4096, 4096))["XS_BYTES"] == 3 * 128 * 64 * 4
     assert FAM.invalid(point(KSPLIT=4, STAGES=2), Problem(128, 4096, 4096), LIM) is None
-    d = FAM.context(point(BN=128, KSPLIT=4, STAGES=2), Problem(128, 2048, 4096))
-    assert d["XS_BYTES"] == 3 * 128 * 32 * 4 and d["XS_BYTES"] <= 2 * d["STAGE_BYTES"]
 
 
 def test_a_point_without_the_parameter_means_no_split():
