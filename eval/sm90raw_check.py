@@ -226,10 +226,16 @@ POINTS.update({
     "ks2_tma_64x64_s8": dict(SMALL, BN=64, EPI="tma", STAGES=8, KSPLIT=2),
     "ks2_tma_64x128_s6": dict(SMALL, BN=128, EPI="tma", STAGES=6, KSPLIT=2),
     "ks4_tma_64x128_s6": dict(SMALL, BN=128, EPI="tma", STAGES=6, KSPLIT=4),
+    # in clusters of 8 (the portable limit): 16 thin tiles on 128 SMs
+    "ks8_64x64_s8": dict(SMALL, BN=64, STAGES=8, KSPLIT=8),
+    "ks8_64x64_s6": dict(SMALL, BN=64, STAGES=6, KSPLIT=8),
+    "ks8_tma_64x128_s6": dict(SMALL, BN=128, EPI="tma", STAGES=6, KSPLIT=8),
+    "ks8_64x128_s6": dict(SMALL, BN=128, STAGES=6, KSPLIT=8),
 })
 KSPLIT_POINTS = ["tma_128x128_s5", "tma_128x256_s3", "ks2_tma_128x256_s3", "ks2_128x256_s4", "ks4_tma_128x256_s3",
                  "ks2_tma_128x128_s5", "ks4_tma_128x128_s5", "sk4_64x64_s8", "sk2_64x128_s6", "ks4_tma_64x64_s8",
-                 "ks2_tma_64x64_s8", "ks2_tma_64x128_s6", "ks4_tma_64x128_s6"]
+                 "ks2_tma_64x64_s8", "ks2_tma_64x128_s6", "ks4_tma_64x128_s6", "ks8_64x64_s8", "ks8_64x64_s6",
+                 "ks8_tma_64x128_s6", "ks8_64x128_s6"]
 # M = 512 and 128 layer shapes of the LLM list whose 128x256 tiles number at most 66, and two dev mid-band
 # shapes; verification: M, N and K tails, odd N (direct stores), a K whose k tiles do not divide by the split
 KSPLIT_SHAPES = [Problem(512, 4096, 4096), Problem(512, 3584, 3584), Problem(512, 1024, 4096),
@@ -240,7 +246,8 @@ KSPLIT_SHAPES = [Problem(512, 4096, 4096), Problem(512, 3584, 3584), Problem(512
                  # thin, long K (split-K's shapes; the last three in the dev set's mid band)
                  Problem(128, 1024, 16384), Problem(512, 1024, 8192), Problem(64, 1024, 16384),
                  Problem(128, 512, 16384), Problem(4096, 128, 12288)]
-KSPLIT_ODD_SHAPES = [Problem(257, 1001, 1032), Problem(300, 2000, 1000), Problem(1, 1024, 4104)]
+KSPLIT_ODD_SHAPES = [Problem(257, 1001, 1032), Problem(300, 2000, 1000), Problem(1, 1024, 4104),
+                     Problem(100, 500, 16392)]
 # points only verified (at the odd shapes), not timed: they cover tails, not speed
 VERIFY_ONLY = {"hy_128x256", "hy_c2_128x112", "hy_64x64", "hb_sk3_64x80", "hb_128x112"}
 

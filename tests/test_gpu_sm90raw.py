@@ -24,6 +24,8 @@ THIN = Problem(257, 135, 4104)     # odd N (scalar stores in the reduction), a K
 PP_TMA, PP_DIRECT = Problem(1900, 4096, 1000), Problem(4095, 2056, 1032)
 # the k split in a cluster: one tile per cluster, M, N and K tails (17 k tiles over 4 ranks), odd N
 KS_TMA, KS_DIRECT = Problem(300, 2000, 1000), Problem(257, 1001, 1032)
+# in clusters of 8 (64x64 tiles, 16 of them): M and N tails, N % 8 != 0, 257 k tiles over 8 ranks
+KS8 = Problem(100, 500, 16392)
 CASES = [
     ("tiles_tma", dict(EPI="tma"), P),
     ("streamk_128x112_c2", dict(BN=112, CLUSTER=2, STAGES=4, SCHED="streamk"), P),
@@ -34,6 +36,7 @@ CASES = [
     ("pingpong_direct", dict(BN=192, STAGES=5, SCHED="pingpong"), PP_DIRECT),
     ("ksplit2_tma", dict(EPI="tma", KSPLIT=2), KS_TMA),
     ("ksplit4_direct", dict(KSPLIT=4, STAGES=4), KS_DIRECT),
+    ("ksplit8_64x64", dict(BM=64, BN=64, CONSUMERS=1, STAGES=8, KSPLIT=8), KS8),
 ]
 
 

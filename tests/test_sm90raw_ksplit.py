@@ -22,6 +22,7 @@ from .test_sm90raw_hybrid import run_on_host
 FAM = Sm90Raw()
 LIM = Limits()
 M512 = Problem(512, 4096, 4096)        # 64 tiles of 128x256: half the SMs without the split
+THIN = Problem(128, 512, 16384)        # 16 tiles of 64x64: in clusters of 8, 128 CTAs
 
 
 def point(**kw) -> dict:
@@ -34,6 +35,7 @@ def point(**kw) -> dict:
 def test_a_k_split_that_fills_one_wave_is_valid():
     assert FAM.invalid(point(), M512, LIM) is None
     assert FAM.invalid(point(KSPLIT=4, EPI="direct"), Problem(128, 4096, 4096), LIM) is None
+    assert FAM.invalid(point(BM=64, BN=64, CONSUMERS=1, STAGES=6, EPI="direct", KSPLIT=8), THIN, LIM) is None
 
 
 @pytest.mark.parametrize("kw,p,word", [
@@ -47,6 +49,8 @@ def test_a_k_split_that_fills_one_wave_is_valid():
     (dict(BN=208, KSPLIT=2), Problem(128, 4096, 4096), "16-column"),  # 104 columns a rank
     (dict(), Problem(512, 4096, 384), "k tiles"),                     # 3 k tiles a rank
     (dict(KSPLIT=3), M512, "one of"),
+    (dict(BM=64, BN=64, CONSUMERS=1, EPI="direct", KSPLIT=8), Problem(128, 1024, 16384), "wave"),  # 32 x 8
+    (dict(BM=64, BN=64, CONSUMERS=1, KSPLIT=8), THIN, "16-column"),  # 8 columns a rank: no stmatrix group
 ])
 def test_invalid_names_what_the_k_split_cannot_do(kw, p, word):
     reason = FAM.invalid(point(**kw), p, LIM)
@@ -111,7 +115,9 @@ int main() {
 """
 XS_CASES = [(M512, point()), (Problem(128, 4096, 4096), point(KSPLIT=4, EPI="direct")),
             (Problem(300, 1000, 1000), point(BM=64, BN=160, CONSUMERS=1, STAGES=4, EPI="direct")),
-            (Problem(384, 2048, 4096), point(BM=256, BN=128, STAGES=2, KSPLIT=4, EPI="direct"))]
+            (Problem(384, 2048, 4096), point(BM=256, BN=128, STAGES=2, KSPLIT=4, EPI="direct")),
+            (THIN, point(BM=64, BN=64, CONSUMERS=1, STAGES=6, EPI="direct", KSPLIT=8)),
+            (Problem(64, 1000, 16392), point(BM=64, BN=128, CONSUMERS=1, STAGES=4, KSPLIT=8))]
 
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="g++ not on PATH")
@@ -123,11 +129,12 @@ def test_every_exchanged_piece_has_its_own_place_in_the_owners_ring(p, x, tmp_pa
 
 # ---- builds ---------------------------------------------------------------------------------------
 BUILDS = [(M512, point()), (Problem(257, 1000, 1032), point(EPI="direct")),
-          (Problem(128, 4096, 4096), point(KSPLIT=4))]
+          (Problem(128, 4096, 4096), point(KSPLIT=4)),
+          (THIN, point(BM=64, BN=64, CONSUMERS=1, STAGES=6, EPI="direct", KSPLIT=8))]
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
-@pytest.mark.parametrize("p,x", BUILDS, ids=["tma", "edge-direct", "ksplit4"])
+@pytest.mark.parametrize("p,x", BUILDS, ids=["tma", "edge-direct", "ksplit4", "ksplit8"])
 def test_k_split_point_builds_without_spills(p, x, tmp_path):
     build_clean(p, x, tmp_path)
 

@@ -31,7 +31,7 @@ for wave quantization on 132 SMs); options:
   (no data-parallel first wave, no in-kernel fix-up with flags): simple and deterministic, and
   paid for in partials traffic, which the prior charges.
 Both require EPI="direct" (the contract has no tensor map over the workspace).
-- KSPLIT in {2, 4}: a cluster of KSPLIT CTAs computes one tile, each CTA a k slice, and the fp32
+- KSPLIT in {2, 4, 8}: a cluster of KSPLIT CTAs computes one tile, each CTA a k slice, and the fp32
   partials are reduce-scattered through distributed shared memory (st.async into the peers' rings,
   free once their mainloops end; each rank adds its column slice's partials in rank order and
   stores that slice): no workspace, no second launch, deterministic. One tile per cluster, so only
@@ -162,8 +162,9 @@ class Sm90Raw(Family):
         "SCHED": ("tiles", "streamk", "hybrid", "pingpong"),
         # the k split inside a cluster: KSPLIT CTAs compute one tile, each a k slice, and reduce-scatter
         # their fp32 partials through distributed shared memory (each stores one column slice); for
-        # outputs with too few wide tiles to fill the SMs, one item per cluster
-        "KSPLIT": (1, 2, 4),
+        # outputs with too few wide tiles to fill the SMs, one item per cluster (8: thin long-K shapes
+        # whose 64x64 tiles number 16 or fewer, e.g. 128x512x16384; 8 is the portable cluster's limit)
+        "KSPLIT": (1, 2, 4, 8),
     }
 
     _structural: list[Params] | None = None      # points(), computed once per process
