@@ -231,6 +231,11 @@ POINTS.update({
     "ks8_64x64_s6": dict(SMALL, BN=64, STAGES=6, KSPLIT=8),
     "ks8_tma_64x128_s6": dict(SMALL, BN=128, EPI="tma", STAGES=6, KSPLIT=8),
     "ks8_64x128_s6": dict(SMALL, BN=128, STAGES=6, KSPLIT=8),
+    "ks8_64x64_s4": dict(SMALL, BN=64, STAGES=4, KSPLIT=8),
+    "ks8_64x64_s5": dict(SMALL, BN=64, STAGES=5, KSPLIT=8),
+    "ks8_64x64_s7": dict(SMALL, BN=64, STAGES=7, KSPLIT=8),
+    "ks8_64x128_s3": dict(SMALL, BN=128, STAGES=3, KSPLIT=8),
+    "ks8_tma_64x128_s3": dict(SMALL, BN=128, EPI="tma", STAGES=3, KSPLIT=8),
 })
 KSPLIT_POINTS = ["tma_128x128_s5", "tma_128x256_s3", "ks2_tma_128x256_s3", "ks2_128x256_s4", "ks4_tma_128x256_s3",
                  "ks2_tma_128x128_s5", "ks4_tma_128x128_s5", "sk4_64x64_s8", "sk2_64x128_s6", "ks4_tma_64x64_s8",
@@ -245,7 +250,10 @@ KSPLIT_SHAPES = [Problem(512, 4096, 4096), Problem(512, 3584, 3584), Problem(512
                  Problem(2048, 512, 12288),
                  # thin, long K (split-K's shapes; the last three in the dev set's mid band)
                  Problem(128, 1024, 16384), Problem(512, 1024, 8192), Problem(64, 1024, 16384),
-                 Problem(128, 512, 16384), Problem(4096, 128, 12288)]
+                 Problem(128, 512, 16384), Problem(4096, 128, 12288),
+                 # the LLM list's thin M = 128 layers (clusters of 8 over 16 tiles of 64x64 or 64x128)
+                 Problem(128, 1024, 4096), Problem(128, 1024, 5120), Problem(128, 512, 3584),
+                 Problem(128, 1024, 8192)]
 KSPLIT_ODD_SHAPES = [Problem(257, 1001, 1032), Problem(300, 2000, 1000), Problem(1, 1024, 4104),
                      Problem(100, 500, 16392)]
 # points only verified (at the odd shapes), not timed: they cover tails, not speed

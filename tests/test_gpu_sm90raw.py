@@ -36,7 +36,7 @@ CASES = [
     ("pingpong_direct", dict(BN=192, STAGES=5, SCHED="pingpong"), PP_DIRECT),
     ("ksplit2_tma", dict(EPI="tma", KSPLIT=2), KS_TMA),
     ("ksplit4_direct", dict(KSPLIT=4, STAGES=4), KS_DIRECT),
-    ("ksplit8_64x64", dict(BM=64, BN=64, CONSUMERS=1, STAGES=8, KSPLIT=8), KS8),
+    ("ksplit8_64x64", dict(BM=64, BN=64, CONSUMERS=1, STAGES=6, KSPLIT=8), KS8),
 ]
 
 

@@ -37,6 +37,17 @@ class Limits:
     smem_per_block: int = 227 * 1024
     regs_per_sm: int = 65536
     cc: tuple[int, int] = (9, 0)
+    # Clusters of each size resident at once at one CTA per SM, by cudaOccupancyMaxActiveClusters on
+    # the H100 SXM (eval/cluster_occupancy.cu, results/cluster_occupancy_h100_2026-12-06.json). A
+    # cluster must sit inside one GPC, so the 132 SMs hold 30 clusters of 4 and 15 of 8, not 33 and 16.
+    # Not probed on other GPUs: a device built with other GPCs needs its own table.
+    cluster_slots: tuple[tuple[int, int], ...] = ((1, 132), (2, 66), (4, 30), (8, 15), (16, 7))
+
+    def resident_clusters(self, size: int, per_sm: int) -> int:
+        """Clusters of `size` CTAs resident at once when `per_sm` CTAs fit an SM. The calculator gave at
+        least `per_sm` times the one-a-SM count at every size and 1-8 CTAs an SM (clusters of 8: 15,
+        30, 45), so that product is a floor."""
+        return per_sm * dict(self.cluster_slots).get(size, 0)
 
 
 Params = dict[str, Any]

@@ -98,7 +98,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from cudal2.kernels.family import Family, Limits, Params, cdiv, register
+from cudal2.kernels.family import MAX_REGS, Family, Limits, Params, cdiv, ctas_per_sm, register
 from cudal2.problem import Problem
 
 BK = 64                        # halves per tile row: one 128-byte swizzle span
@@ -341,6 +341,15 @@ class Sm90Raw(Family):
                     "(fewer stages do the same work with less smem)")
         return None
 
+    @staticmethod
+    def _regs_est(params: Params, d: dict[str, Any]) -> int:
+        """Registers a thread holds, for residency: setmaxnreg's split where consumers ask for it, else
+        the accumulators plus ~48 (64x64: 80 compiled, 64x128: 128-132; this says 96 and 128)."""
+        prod, cons = REGS[params["CONSUMERS"]]
+        if prod < cons < 255:
+            return -(-(prod + params["CONSUMERS"] * cons) // (1 + params["CONSUMERS"]))
+        return min(MAX_REGS, d["ACC"] + 64)
+
     def _invalid_ksplit(self, params: Params, p: Problem, lim: Limits, d: dict[str, Any]) -> str | None:
         """The rules of the k split inside a cluster (KSPLIT > 1)."""
         ks, BN = d["KSPLIT"], params["BN"]
@@ -351,6 +360,13 @@ class Sm90Raw(Family):
         if d["GRID"] > params["MAX_CTAS"]:
             return (f"KSPLIT={ks}: {d['ITEMS']} tiles x {ks} CTAs exceed the {params['MAX_CTAS']}-CTA wave "
                     "(the exchange reuses the ring, so a cluster takes one tile)")
+        # The whole grid must be resident at once (a cluster's one tile, no second wave): the H100 holds
+        # 15 clusters of 8 at one CTA an SM, 30 at two (measured: 64x64 tiles in 16 clusters of 8 ran at
+        # 0.77 of the vendor with 8 stages, one CTA an SM, and 1.06 with 6, two CTAs an SM)
+        per_sm = ctas_per_sm(d["SMEM_BYTES"], self._regs_est(params, d), d["THREADS"], lim)
+        if d["ITEMS"] > lim.resident_clusters(ks, per_sm):
+            return (f"KSPLIT={ks}: {d['ITEMS']} clusters of {ks}, but at {per_sm} CTA(s) an SM only "
+                    f"{lim.resident_clusters(ks, per_sm)} are resident at once (a cluster stays in one GPC)")
         if BN % (8 * ks):
             return f"KSPLIT={ks}: BN={BN} does not cut into {ks} column slices of whole 8-column groups"
         if params["EPI"] == "tma" and (BN // ks) % 16:
