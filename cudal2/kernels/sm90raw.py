@@ -35,7 +35,10 @@ Both require EPI="direct" (the contract has no tensor map over the workspace).
   partials are reduce-scattered through distributed shared memory (st.async into the peers' rings,
   free once their mainloops end; each rank adds its column slice's partials in rank order and
   stores that slice): no workspace, no second launch, deterministic. One tile per cluster, so only
-  where items x KSPLIT fit in one wave, with CLUSTER=1, SPLIT_K=1 and SCHED="tiles". Measured on the
+  where items x KSPLIT fit in one wave and every cluster is resident at once (`Limits.resident_clusters`:
+  the H100 holds 15 clusters of 8 and 30 of 4 at one CTA an SM, twice that at two), with CLUSTER=1,
+  SPLIT_K=1 and SCHED="tiles". In clusters of 8, 64x64 tiles at 6 stages (two CTAs an SM) ran
+  64x1024x16384 at 1.03-1.06 of the vendor and 128x512x3584 at 1.25 (results/sm90raw_ksplit8_h100_2026-12-06.json). Measured on the
   H100 (results/sm90raw_ksplit_h100_2026-12-06.json): faster than whole tiles of the same width
   where those leave SMs idle (128x8192x8192, 1024x1024x12288: 0.93 and 0.77-0.83 of the vendor
   against 0.88 and 0.68), never faster than cuBLAS; the exchange costs ~2.6 us and a 128x256 k slice
