@@ -65,8 +65,9 @@ def test_clusters_that_cannot_all_be_resident_are_refused():
     assert "resident" in FAM.invalid({**x, "STAGES": 7}, p, LIM)
     assert FAM.invalid({**x, "STAGES": 6}, p, LIM) is None
     # 32 clusters of 4 at one CTA an SM (30 resident), but 32 of 2 are fine
-    assert "resident" in FAM.invalid(point(BM=64, BN=64, CONSUMERS=1, STAGES=8, KSPLIT=4),
-                                     Problem(128, 1024, 16384), LIM)
+    thin = Problem(128, 1024, 16384)
+    assert "resident" in FAM.invalid(point(BM=64, BN=64, CONSUMERS=1, STAGES=8, KSPLIT=4), thin, LIM)
+    assert FAM.invalid(point(BM=64, BN=64, CONSUMERS=1, STAGES=8, KSPLIT=2), thin, LIM) is None
 
 
 def test_resident_clusters_scale_with_ctas_per_sm():

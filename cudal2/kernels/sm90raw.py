@@ -37,12 +37,14 @@ Both require EPI="direct" (the contract has no tensor map over the workspace).
   stores that slice): no workspace, no second launch, deterministic. One tile per cluster, so only
   where items x KSPLIT fit in one wave and every cluster is resident at once (`Limits.resident_clusters`:
   the H100 holds 15 clusters of 8 and 30 of 4 at one CTA an SM, twice that at two), with CLUSTER=1,
-  SPLIT_K=1 and SCHED="tiles". In clusters of 8, 64x64 tiles at 6 stages (two CTAs an SM) ran
-  64x1024x16384 at 1.03-1.06 of the vendor and 128x512x3584 at 1.25 (results/sm90raw_ksplit8_h100_2026-12-06.json). Measured on the
-  H100 (results/sm90raw_ksplit_h100_2026-12-06.json): faster than whole tiles of the same width
+  SPLIT_K=1 and SCHED="tiles". Measured on the H100: faster than whole tiles of the same width
   where those leave SMs idle (128x8192x8192, 1024x1024x12288: 0.93 and 0.77-0.83 of the vendor
-  against 0.88 and 0.68), never faster than cuBLAS; the exchange costs ~2.6 us and a 128x256 k slice
-  runs at 0.81 us a k tile on 128 CTAs (the prior charges both).
+  against 0.88 and 0.68; results/sm90raw_ksplit_h100_2026-12-06.json); the exchange costs ~2.6 us
+  and a 128x256 k slice runs at 0.81 us a k tile on 128 CTAs (the prior charges both). Faster than
+  cuBLAS on thin shapes with 64-row tiles (results/sm90raw_ksplit8_h100_2026-12-06.json): 128x512x3584
+  1.25 offline in clusters of 8 and 4; served at 2048x512x12288, 128x512x3584 and 128x1024x4096.
+  Where B stays in L2 between back-to-back calls (64x1024x16384: 32 MB) cuBLAS gains more from
+  it than the latency-bound split does, and the product bench's graph mode keeps such entries out.
 - SCHED="hybrid": the items that fill whole waves as whole tiles (any epilogue), then one
   stream-K wave over the rest (`hybrid_sk_items`), fixed up in the kernel: a segment that does not
   start at k = 0 publishes its fp32 partial (flag: red.release.gpu), the tile's owner waits
@@ -165,8 +167,8 @@ class Sm90Raw(Family):
         "SCHED": ("tiles", "streamk", "hybrid", "pingpong"),
         # the k split inside a cluster: KSPLIT CTAs compute one tile, each a k slice, and reduce-scatter
         # their fp32 partials through distributed shared memory (each stores one column slice); for
-        # outputs with too few wide tiles to fill the SMs, one item per cluster (8: thin long-K shapes
-        # whose 64x64 tiles number 16 or fewer, e.g. 128x512x16384; 8 is the portable cluster's limit)
+        # outputs with too few wide tiles to fill the SMs, one item per cluster (8: thin shapes whose
+        # 64x64 tiles number 16 or fewer, e.g. 128x512x3584; 8 is the portable cluster's limit)
         "KSPLIT": (1, 2, 4, 8),
     }
 
