@@ -348,11 +348,14 @@ class Sm90Raw(Family):
 
     @staticmethod
     def _regs_est(params: Params, d: dict[str, Any]) -> int:
-        """Registers a thread holds, for residency: setmaxnreg's split where consumers ask for it, else
-        the accumulators plus ~48 (64x64: 80 compiled, 64x128: 128-132; this says 96 and 128)."""
-        prod, cons = REGS[params["CONSUMERS"]]
-        if prod < cons < 255:
-            return -(-(prod + params["CONSUMERS"] * cons) // (1 + params["CONSUMERS"]))
+        """Registers a thread holds, for residency. Two or three consumers: setmaxnreg's split (REGS),
+        averaged over the CTA's threads. One consumer sets no split, so the compiled count: the
+        accumulators plus 64, a margin over what ptxas gave (64x64: 80 compiled, this says 96;
+        64x128: 128-132, this says 128)."""
+        C = params["CONSUMERS"]
+        if C > 1:
+            prod, cons = REGS[C]
+            return -(-(prod + C * cons) // (1 + C))
         return min(MAX_REGS, d["ACC"] + 64)
 
     def _invalid_ksplit(self, params: Params, p: Problem, lim: Limits, d: dict[str, Any]) -> str | None:
@@ -369,9 +372,10 @@ class Sm90Raw(Family):
         # 15 clusters of 8 at one CTA an SM, 30 at two (measured: 64x64 tiles in 16 clusters of 8 ran at
         # 0.77 of the vendor with 8 stages, one CTA an SM, and 1.06 with 6, two CTAs an SM)
         per_sm = ctas_per_sm(d["SMEM_BYTES"], self._regs_est(params, d), d["THREADS"], lim)
-        if d["ITEMS"] > lim.resident_clusters(ks, per_sm):
+        resident = lim.resident_clusters(ks, per_sm)
+        if d["ITEMS"] > resident:
             return (f"KSPLIT={ks}: {d['ITEMS']} clusters of {ks}, but at {per_sm} CTA(s) an SM only "
-                    f"{lim.resident_clusters(ks, per_sm)} are resident at once (a cluster stays in one GPC)")
+                    f"{resident} are resident at once (a cluster stays in one GPC)")
         if BN % (8 * ks):
             return f"KSPLIT={ks}: BN={BN} does not cut into {ks} column slices of whole 8-column groups"
         if params["EPI"] == "tma" and (BN // ks) % 16:
