@@ -105,6 +105,16 @@ def test_invalid_says_why(p, params, says):
     assert (reason is None) if says is None else (reason and says in reason), reason
 
 
+def test_a_k_split_grid_has_no_more_clusters_than_are_resident():
+    # 64 row blocks of 16 on 132 CTAs in clusters of 4 would be 32 clusters; the H100 holds 30 at
+    # once (one GPC each), so two would wait a whole wave: the grid deals them to 22 resident ones
+    p, x = Problem(16, 1024, 4096), point(KC=1024, A_RES=0, SPLIT_ROWS=0, KSPLIT=4, ROWS=16, STAGES=2)
+    d = FAM.context(x, p)
+    assert d["NRB"] == 64 and d["CTAS"] <= LIM.resident_clusters(4, 1) and d["CTAS"] == 22
+    # clusters of 2 are all resident (66), so the grid is what it was: 64 blocks, one each
+    assert FAM.context(dict(x, KSPLIT=2), p)["CTAS"] == 64
+
+
 def test_prior_charges_the_fix_up_launch():
     # same bytes, same copies: the point whose row blocks are cut pays one more launch
     cut, whole = point(SPLIT_ROWS=1), point(SPLIT_ROWS=0)
@@ -114,7 +124,8 @@ def test_prior_charges_the_fix_up_launch():
 
 def test_prior_prefers_a_k_split_where_b_has_few_row_blocks():
     # 16x1024x4096: 32 row blocks of 32 rows; with copies of the same size (2 KB a row), a 4-CTA
-    # split streams them on 128 SMs, not 32, each CTA copying a quarter of the rows' bytes and of A
+    # split streams them on 64 SMs (16 resident clusters, two blocks each), not 32, each CTA
+    # copying a quarter of the rows' bytes and of A
     p = Problem(16, 1024, 4096)
     one = point(ROWS=32, KC=1024, STAGES=2, A_RES=0, SPLIT_ROWS=0)
     split = point(ROWS=32, KC=4096, STAGES=2, A_RES=0, SPLIT_ROWS=0, KSPLIT=4)

@@ -26,7 +26,8 @@ is one wave) or than the units, and pure waste (stages more than a CTA's units, 
 longer than K, a second CTA per SM whose stages would not fit); every shape with M <= 16 and
 K % 8 == 0 keeps a valid point (ROWS=8, KC=512, STAGES=2, A_RES=0, GRID=the SM count).
 With SPLIT_ROWS=0 the grid is the fewest CTAs (at most GRID) that give none more row blocks than
-GRID CTAs would.
+GRID CTAs would; with KSPLIT > 1 it has no more clusters than are resident at once (the H100's
+`Limits.cluster_slots`: 30 clusters of 4 at one CTA an SM, not 33).
 
 Does not: measure anything (eval/skinny_check.py --family stream does). The prior is a bandwidth
 model: bytes of B over a read bandwidth scaled by the bytes each SM keeps in flight, the busiest
@@ -86,6 +87,12 @@ class Stream(Family):
         # (GRID / KS clusters) would (1024 blocks on 264 -> 256 CTAs of 4, not 232 of 4 and 32 of
         # 3), so all finish together: B's bandwidth, not an SM, is what each CTA waits on.
         workers = max(1, GRID // KS)
+        if KS > 1:
+            # A cluster sits inside one GPC, so fewer clusters than GRID / KS may be resident at once
+            # (the H100: 30 of 4, not 33); one more would wait for a whole second wave, doubling the
+            # time, so the grid stops at what is resident (Limits' table: sm_90a is the H100's)
+            h100 = Limits()
+            workers = min(workers, h100.resident_clusters(KS, cdiv(GRID, h100.sm_count)))
         ctas = min(workers, units) if SPLIT_ROWS else cdiv(nrb, cdiv(nrb, min(workers, nrb)))
         b_stride = _pad_row(KC // KS * 2)
         a_stride = _pad_row(p.K * 2) if A_RES else b_stride
