@@ -75,7 +75,10 @@ def main(config: Path, ms: list[int], out: Path, aa: bool = False, only: list[st
                         cudal2.patch(m)
             # The product bench's own paired modes: eager, graph captured afresh each round with an
             # untimed first replay, flushed (one forward after an L2 flush and an idle GPU).
-            row.update(product_bench.modes(clock, patched, plain, rounds=15, calls=10, use=use))
+            use(plain)
+            paced = product_bench.pace(clock, plain, rounds=15, calls=10)   # the bench's round length
+            row.update(paced)
+            row.update(product_bench.modes(clock, patched, plain, use=use, **paced))
             cudal2.unpatch(block)
             rows.append(row)
             print(json.dumps(row), flush=True)

@@ -27,7 +27,8 @@ Guarantees:
   first library call of the process is timed too (`first_call_ms`: loading every served binary
   and registering it);
 - `compare_libraries` times one library against another through `Library.linear` in the same
-  three modes (a reordered cubin against the shipped one: eval/sass_product.py);
+  three modes, rounds paced as the bench's (`pace`) (a reordered cubin against the shipped one:
+  eval/sass_product.py);
 - `run` writes one JSON line per shape as it is measured, so a stopped run keeps what it measured;
   with `resume` it keeps those rows and measures only the shapes they lack (`remaining`). Each
   row's ratios are paired inside one process, so rows from two processes stand side by side.
@@ -332,7 +333,10 @@ def compare_libraries(torch, a, b, M: int, N: int, K: int, rounds: int, calls: i
     torch.cuda.synchronize()
     row = {"M": M, "N": N, "K": K, "band": band(M, N, K), "hits": hits,
            "bit_identical": bool(torch.equal(outs[0], outs[1]))}
-    return {**row, **modes(TorchClock(torch, flush), fb, fa, rounds, calls, use)}
+    clock = TorchClock(torch, flush)
+    use(fa)
+    paced = pace(clock, fa, rounds, calls)   # rounds as short as the bench's own (ROUND_MS)
+    return {**row, **paced, **modes(clock, fb, fa, use=use, **paced)}
 
 
 def remaining(todo: list[tuple], out: Path, cupy: bool) -> tuple[list[dict], list[tuple]]:
