@@ -42,7 +42,10 @@ Both require EPI="direct" (the contract has no tensor map over the workspace).
   against 0.88 and 0.68; results/sm90raw_ksplit_h100_2026-12-06.json); the exchange costs ~2.6 us
   and a 128x256 k slice runs at 0.81 us a k tile on 128 CTAs (the prior charges both). Faster than
   cuBLAS on thin shapes with 64-row tiles (results/sm90raw_ksplit8_h100_2026-12-06.json): 128x512x3584
-  1.25 offline in clusters of 8 and 4; served at 2048x512x12288, 128x512x3584 and 128x1024x4096.
+  1.25 offline in clusters of 8 and 4; served at 2048x512x12288, 128x512x3584 and 128x1024x4096. At
+  M = 128 with long K, where whole tiles re-read A once per tile column, 2 or 4 k slices of 128-row
+  tiles serve four LLM layers at 1.05-1.16 of F.linear in graph mode (128x4096x14336, 128x3584x18944,
+  128x8192x28672, 128x5120x27648; results/generate_ksplit_stream_h100_2026-12-06.log).
   Where B stays in L2 between back-to-back calls (64x1024x16384: 32 MB) cuBLAS gains more from
   it than the latency-bound split does, and the product bench's graph mode keeps such entries out.
 - SCHED="hybrid": the items that fill whole waves as whole tiles (any epilogue), then one
