@@ -4,6 +4,7 @@ never-lose gate (an entry whose kernel did not run, or disagreed, gets no speedu
 import json
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
 
 from cudal2.library import Library, manifest
 from cudal2.library import product_bench as pb
@@ -220,7 +221,6 @@ def test_a_new_graph_is_replayed_once_untimed():
     # a fresh graph's first launch also uploads it, at a cost that grows with its nodes: timed, it
     # favoured the caller with fewer kernels a call (16x1024x4096 read 1.38 where it is 1.21)
     import contextlib
-    from types import SimpleNamespace
     replays = []
 
     class Graph:
@@ -232,3 +232,31 @@ def test_a_new_graph_is_replayed_once_untimed():
                            stream=lambda s: contextlib.nullcontext(), graph=lambda g: contextlib.nullcontext())
     timed = pb.TorchClock(SimpleNamespace(cuda=cuda), flush=None).graph(lambda: None)
     assert replays == [1] and callable(timed)
+
+
+def test_compare_libraries_paces_long_calls_as_the_bench_does(monkeypatch):
+    # 5 ms calls: a round of the 50 asked would run 250 ms, over which the power-bound clock drifts
+    # (eval/aa_probe.py); the SASS stage's library-against-library check keeps the bench's 15 ms rounds
+    clock = _CostClock()
+    monkeypatch.setattr(pb, "TorchClock", lambda torch, flush: clock)
+    monkeypatch.setattr(pb, "_torch_inputs", lambda torch, M, N, K: (None, None))
+
+    class Lib:
+        def __init__(self, name, ms):
+            self.folder, self.ms, self.calls = Path(name), ms, 0
+
+        def linear(self, A, W):
+            self.calls += 1
+            clock.costed(self.ms)()
+            return self.folder.name
+
+        def compiled(self):
+            pass
+
+        def stats(self):
+            return {"hits": {"e": self.calls}}
+
+    torch = SimpleNamespace(cuda=SimpleNamespace(synchronize=lambda: None), equal=lambda a, b: a == b)
+    row = pb.compare_libraries(torch, Lib("a", 5.0), Lib("b", 4.0), 64, 64, 64, rounds=15, calls=50, flush=None)
+    assert (row["calls"], row["rounds"], row["flushed_rounds"]) == (3, 45, 45)
+    assert row["graph"] == 1.25 and row["eager_us"] == {"ours": 4000.0, "theirs": 5000.0}
