@@ -73,12 +73,9 @@ def main(config: Path, ms: list[int], out: Path, aa: bool = False, only: list[st
                 if f is patched and not aa:
                     for m in [getattr(block, n) for n in only] if only else [block]:
                         cudal2.patch(m)
-            # The product bench's own paired modes: eager, graph captured afresh each round with an
-            # untimed first replay, flushed (one forward after an L2 flush and an idle GPU).
-            use(plain)
-            paced = product_bench.pace(clock, plain, rounds=15, calls=10)   # the bench's round length
-            row.update(paced)
-            row.update(product_bench.modes(clock, patched, plain, use=use, **paced))
+            # The product bench's own paced, paired modes: eager, graph captured afresh each round
+            # with an untimed first replay, flushed (one forward after an L2 flush and an idle GPU).
+            row.update(product_bench.paced_modes(clock, patched, plain, rounds=15, calls=10, use=use))
             cudal2.unpatch(block)
             rows.append(row)
             print(json.dumps(row), flush=True)

@@ -27,8 +27,8 @@ Guarantees:
   first library call of the process is timed too (`first_call_ms`: loading every served binary
   and registering it);
 - `compare_libraries` times one library against another through `Library.linear` in the same
-  three modes, rounds paced as the bench's (`pace`) (a reordered cubin against the shipped one:
-  eval/sass_product.py);
+  three modes, its rounds paced as the bench's (`paced_modes`) (a reordered cubin against the
+  shipped one: eval/sass_product.py);
 - `run` writes one JSON line per shape as it is measured, so a stopped run keeps what it measured;
   with `resume` it keeps those rows and measures only the shapes they lack (`remaining`). Each
   row's ratios are paired inside one process, so rows from two processes stand side by side.
@@ -229,6 +229,16 @@ def pace(clock, theirs, rounds: int, calls: int) -> dict:
     return {"calls": used, "rounds": rounds_for(rounds, calls, used), "flushed_rounds": 3 * rounds}
 
 
+def paced_modes(clock, ours, theirs, rounds: int, calls: int, use=None) -> dict:
+    """`pace` at the vendor's (`theirs`) call time, then `modes` with those rounds: the row's
+    `calls`, `rounds`, `flushed_rounds` and its three modes. `use(theirs)` runs first when given,
+    so the pacing call is made as the timed ones are."""
+    if use:
+        use(theirs)
+    paced = pace(clock, theirs, rounds, calls)
+    return {**paced, **modes(clock, ours, theirs, use=use, **paced)}
+
+
 def measure_shape(torch, lib, M: int, N: int, K: int, rounds: int, calls: int, flush) -> dict:
     """`cudal2.linear` against F.linear at one shape, torch tensors."""
     import cudal2
@@ -245,9 +255,7 @@ def measure_shape(torch, lib, M: int, N: int, K: int, rounds: int, calls: int, f
     for _ in range(3):   # warm-up, both
         ours(), theirs()
     clock = TorchClock(torch, flush)
-    paced = pace(clock, theirs, rounds, calls)
-    row.update(paced)
-    row.update(modes(clock, ours, theirs, **paced))
+    row.update(paced_modes(clock, ours, theirs, rounds, calls))
     if M <= DECODE_M:
         row["copy"] = copy_rate(torch, clock, W, rounds, row["calls"], row)
     return row
@@ -299,9 +307,7 @@ def measure_shape_cupy(cp, lib, M: int, N: int, K: int, rounds: int, calls: int,
     row = {"api": "cupy", "M": M, "N": N, "K": K, "band": band(M, N, K), "kernel_ran": hit, **_agreement(err, scale)}
     for _ in range(3):
         ours(), theirs()
-    clock = CupyClock(cp, flush)
-    paced = pace(clock, theirs, rounds, calls)
-    return {**row, **paced, **modes(clock, ours, theirs, **paced)}
+    return {**row, **paced_modes(CupyClock(cp, flush), ours, theirs, rounds, calls)}
 
 
 def compare_libraries(torch, a, b, M: int, N: int, K: int, rounds: int, calls: int, flush) -> dict:
@@ -333,10 +339,7 @@ def compare_libraries(torch, a, b, M: int, N: int, K: int, rounds: int, calls: i
     torch.cuda.synchronize()
     row = {"M": M, "N": N, "K": K, "band": band(M, N, K), "hits": hits,
            "bit_identical": bool(torch.equal(outs[0], outs[1]))}
-    clock = TorchClock(torch, flush)
-    use(fa)
-    paced = pace(clock, fa, rounds, calls)   # rounds as short as the bench's own (ROUND_MS)
-    return {**row, **paced, **modes(clock, fb, fa, use=use, **paced)}
+    return {**row, **paced_modes(TorchClock(torch, flush), fb, fa, rounds, calls, use)}
 
 
 def remaining(todo: list[tuple], out: Path, cupy: bool) -> tuple[list[dict], list[tuple]]:
