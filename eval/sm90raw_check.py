@@ -18,6 +18,8 @@ verified and timed at five big shapes. Run on the GPU machine; nothing is assert
                                                             then verify + time at KSPLIT_SHAPES (M = 128-1024)
   python eval/sm90raw_check.py --out r.json --stream        seven M = 128 points at six M = 128 shapes (on a5407f8
                                                             also with L2 eviction priorities, since removed)
+  python eval/sm90raw_check.py --out r.json --tall          tall outputs (M >> N): k splits whose tiles cover N, beside
+                                                            the 64x64 entry, at 4096x128x12288 and its transpose
   python eval/sm90raw_check.py --out r.json --hilbert       ORDER=hilbert beside the same points in grouped
                                                             order: verify at HILBERT_ODD_SHAPES, then verify +
                                                             time at HILBERT_SHAPES
@@ -26,6 +28,7 @@ verified and timed at five big shapes. Run on the GPU machine; nothing is assert
                                                             128x256 points: verify at PINGPONG_ODD_SHAPES, then
                                                             verify + time at PINGPONG_SHAPES
   ... --server-gap-us 0   server mode's idle gap before each call (default: the config's 100 us)
+  ... --at "M,N,K;M,N,K"  time at these shapes instead of the mode's
   ... --deadline 540    start no new shape after this many seconds (default 540: under ~10 min of GPU)
 
 The points go from the simplest kernel (1 producer + 2 consumer warpgroups, 128x256 tile,
@@ -256,6 +259,23 @@ KSPLIT_SHAPES = [Problem(512, 4096, 4096), Problem(512, 3584, 3584), Problem(512
                  Problem(128, 1024, 8192)]
 KSPLIT_ODD_SHAPES = [Problem(257, 1001, 1032), Problem(300, 2000, 1000), Problem(1, 1024, 4104),
                      Problem(100, 500, 16392)]
+# ---- tall outputs (M >> N, A streamed from HBM): the dev mid band's 4096x128x12288, whose 64x64 entry
+# re-reads both operands through L2 (128 CTAs x 3 MB), against k splits whose tiles cover N whole and
+# read A once, with deeper rings (Little's law at HBM rate); and the transposed problem 128x4096x12288,
+# where 128x64 tiles in pairs (KSPLIT 2, 8 stages) serve at 128x4096x14336, as the reference ----
+POINTS.update({
+    "small_64x64_s8_g1": dict(SMALL, BN=64, STAGES=8, GROUP_M=1),      # the 4096x128x12288 entry
+    "ks2_64x128_s8": dict(SMALL, BN=128, STAGES=8, KSPLIT=2),
+    "ks2_64x128_s6": dict(SMALL, BN=128, STAGES=6, KSPLIT=2),
+    "ks2_tma_64x128_s8": dict(SMALL, BN=128, STAGES=8, KSPLIT=2, EPI="tma"),
+    "ks4_128x128_s6": dict(BN=128, STAGES=6, KSPLIT=4),
+    "ks4_128x128_s5": dict(BN=128, STAGES=5, KSPLIT=4),
+    "ks2_128x64_s8": dict(BN=64, STAGES=8, KSPLIT=2),
+    "ks4_tma_192x128_s4": dict(BM=192, CONSUMERS=3, BN=128, STAGES=4, KSPLIT=4, EPI="tma"),
+})
+TALL_POINTS = ["small_64x64_s8_g1", "ks2_64x128_s8", "ks2_64x128_s6", "ks2_tma_64x128_s8", "ks4_128x128_s6",
+               "ks4_128x128_s5", "ks2_128x64_s8", "ks4_tma_192x128_s4"]
+TALL_SHAPES = [Problem(4096, 128, 12288), Problem(128, 4096, 12288)]
 # points only verified (at the odd shapes), not timed: they cover tails, not speed
 VERIFY_ONLY = {"hy_128x256", "hy_c2_128x112", "hy_64x64", "hb_sk3_64x80", "hb_128x112"}
 
@@ -316,6 +336,10 @@ def main() -> int:
     ap.add_argument("--ksplit", action="store_true",
                     help="the k split in a cluster (KSPLIT_POINTS) at KSPLIT_ODD_SHAPES and KSPLIT_SHAPES; "
                          "--points and --shapes (indices into KSPLIT_SHAPES) narrow it further")
+    ap.add_argument("--tall", action="store_true",
+                    help="tall outputs (TALL_POINTS) at KSPLIT_ODD_SHAPES and TALL_SHAPES")
+    ap.add_argument("--at", default="",
+                    help="time at these shapes instead of the mode's (M,N,K;M,N,K...)")
     ap.add_argument("--stream", action="store_true",
                     help="the M = 128 points (STREAM_POINTS) at SPLIT_ODD_SHAPES and STREAM_SHAPES; "
                          "--points and --shapes (indices into STREAM_SHAPES) narrow it further")
@@ -325,6 +349,7 @@ def main() -> int:
     default, pool, odd = ((THIN_POINTS, THIN_SHAPES, SPLIT_ODD_SHAPES) if args.thin else
                           (MID_POINTS, MID_SHAPES, SPLIT_ODD_SHAPES) if args.mid else
                           (STREAM_POINTS, STREAM_SHAPES, SPLIT_ODD_SHAPES) if args.stream else
+                          (TALL_POINTS, TALL_SHAPES, KSPLIT_ODD_SHAPES) if args.tall else
                           (KSPLIT_POINTS, KSPLIT_SHAPES, KSPLIT_ODD_SHAPES) if args.ksplit else
                           (PINGPONG_POINTS, PINGPONG_SHAPES, PINGPONG_ODD_SHAPES) if args.pingpong else
                           (HYBRID_POINTS, HYBRID_SHAPES, HYBRID_ODD_SHAPES) if args.hybrid else
@@ -333,6 +358,8 @@ def main() -> int:
     names = args.points.split(",") if args.points else default
     points = {k: {**BASE, **POINTS[k]} for k in names}
     shapes = [pool[int(i)] for i in args.shapes.split(",")] if args.shapes else pool
+    if args.at:
+        shapes = [Problem(*map(int, x.split(","))) for x in args.at.split(";")]
     timing = {} if args.server_gap_us is None else {"server_gap_us": args.server_gap_us}
     cfg = Config.load(build={"cache_dir": args.cache or tempfile.mkdtemp(prefix="sm90raw-")}, timing=timing)
     ev = Evaluator(cfg)
