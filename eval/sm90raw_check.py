@@ -18,8 +18,9 @@ verified and timed at five big shapes. Run on the GPU machine; nothing is assert
                                                             then verify + time at KSPLIT_SHAPES (M = 128-1024)
   python eval/sm90raw_check.py --out r.json --stream        seven M = 128 points at six M = 128 shapes (on a5407f8
                                                             also with L2 eviction priorities, since removed)
-  python eval/sm90raw_check.py --out r.json --tall          tall outputs (M >> N): k splits whose tiles cover N, beside
-                                                            the 64x64 entry, at 4096x128x12288 and its transpose
+  python eval/sm90raw_check.py --out r.json --tall          tall outputs (M >> N): k splits whose tiles cover N, and the
+                                                            same tiles over the transposed problem (SWAP=1), beside the
+                                                            64x64 entry, at 4096x128x12288 and its transpose
   python eval/sm90raw_check.py --out r.json --hilbert       ORDER=hilbert beside the same points in grouped
                                                             order: verify at HILBERT_ODD_SHAPES, then verify +
                                                             time at HILBERT_SHAPES
@@ -272,10 +273,22 @@ POINTS.update({
     "ks4_128x128_s5": dict(BN=128, STAGES=5, KSPLIT=4),
     "ks2_128x64_s8": dict(BN=64, STAGES=8, KSPLIT=2),
     "ks4_tma_192x128_s4": dict(BM=192, CONSUMERS=3, BN=128, STAGES=4, KSPLIT=4, EPI="tma"),
+    # SWAP=1: the same tiles over the transposed problem (C^T = B . A^T, stored transposed), so the
+    # 128-row side spans N and two consumers each multiply 64 of its rows
+    "sw_ks2_128x64_s8": dict(BN=64, STAGES=8, KSPLIT=2, SWAP=1),
+    "sw_ks2_128x64_s6": dict(BN=64, STAGES=6, KSPLIT=2, SWAP=1),
+    "sw_ks2_128x80_s8": dict(BN=80, STAGES=8, KSPLIT=2, SWAP=1),
+    "sw_128x64_s8": dict(BN=64, STAGES=8, SWAP=1),
+    "sw_pp_128x64_s8": dict(BN=64, STAGES=8, SCHED="pingpong", SWAP=1),
 })
-TALL_POINTS = ["small_64x64_s8_g1", "ks2_64x128_s8", "ks2_64x128_s6", "ks2_tma_64x128_s8", "ks4_128x128_s6",
-               "ks4_128x128_s5", "ks2_128x64_s8", "ks4_tma_192x128_s4"]
+TALL_POINTS = ["small_64x64_s8_g1", "ks2_64x128_s8", "ks2_64x128_s6", "ks2_tma_64x128_s8", "ks2_128x64_s8",
+               "ks4_tma_192x128_s4", "sw_ks2_128x64_s8", "sw_ks2_128x64_s6", "sw_ks2_128x80_s8", "sw_128x64_s8",
+               "sw_pp_128x64_s8"]
 TALL_SHAPES = [Problem(4096, 128, 12288), Problem(128, 4096, 12288)]
+# verification: tall outputs with M, N and K tails (odd N: C's rows of odd length under the transposed
+# stores), N = 1, and a long K whose k tiles do not divide by the split
+TALL_ODD_SHAPES = [Problem(1001, 257, 1032), Problem(2000, 300, 1000), Problem(1024, 1, 4104),
+                   Problem(500, 100, 16392)]
 # points only verified (at the odd shapes), not timed: they cover tails, not speed
 VERIFY_ONLY = {"hy_128x256", "hy_c2_128x112", "hy_64x64", "hb_sk3_64x80", "hb_128x112"}
 
@@ -337,7 +350,7 @@ def main() -> int:
                     help="the k split in a cluster (KSPLIT_POINTS) at KSPLIT_ODD_SHAPES and KSPLIT_SHAPES; "
                          "--points and --shapes (indices into KSPLIT_SHAPES) narrow it further")
     ap.add_argument("--tall", action="store_true",
-                    help="tall outputs (TALL_POINTS) at KSPLIT_ODD_SHAPES and TALL_SHAPES")
+                    help="tall outputs (TALL_POINTS, the swapped points among them) at TALL_ODD_SHAPES and TALL_SHAPES")
     ap.add_argument("--at", default="",
                     help="time at these shapes instead of the mode's (M,N,K;M,N,K...)")
     ap.add_argument("--stream", action="store_true",
@@ -349,7 +362,7 @@ def main() -> int:
     default, pool, odd = ((THIN_POINTS, THIN_SHAPES, SPLIT_ODD_SHAPES) if args.thin else
                           (MID_POINTS, MID_SHAPES, SPLIT_ODD_SHAPES) if args.mid else
                           (STREAM_POINTS, STREAM_SHAPES, SPLIT_ODD_SHAPES) if args.stream else
-                          (TALL_POINTS, TALL_SHAPES, KSPLIT_ODD_SHAPES) if args.tall else
+                          (TALL_POINTS, TALL_SHAPES, TALL_ODD_SHAPES) if args.tall else
                           (KSPLIT_POINTS, KSPLIT_SHAPES, KSPLIT_ODD_SHAPES) if args.ksplit else
                           (PINGPONG_POINTS, PINGPONG_SHAPES, PINGPONG_ODD_SHAPES) if args.pingpong else
                           (HYBRID_POINTS, HYBRID_SHAPES, HYBRID_ODD_SHAPES) if args.hybrid else

@@ -1,7 +1,8 @@
 """The sm90raw family through the judge on the GPU: one point per scheduler (whole tiles with the
 TMA-store epilogue, split-K with its separate reduction, stream-K, the hybrid with its in-kernel
 fix-up, with and without a 2-CTA cluster, ping-pong consumers, several items per consumer so that
-the ring is handed over many times, and the k split reduce-scattered in a cluster) verified at shapes with M, N and K tails, the judge's
+the ring is handed over many times, the k split reduce-scattered in a cluster, and the swapped
+operands' transposed stores) verified at shapes with M, N and K tails, the judge's
 determinism stage included. Correctness only: speed is eval/sm90raw_check.py's."""
 
 import pytest
@@ -26,6 +27,9 @@ PP_TMA, PP_DIRECT = Problem(1900, 4096, 1000), Problem(4095, 2056, 1032)
 KS_TMA, KS_DIRECT = Problem(300, 2000, 1000), Problem(257, 1001, 1032)
 # in clusters of 8 (64x64 tiles, 16 of them): M and N tails, N % 8 != 0, 257 k tiles over 8 ranks
 KS8 = Problem(100, 500, 16392)
+# swapped operands (C^T = B . A^T, stored transposed): a tall output with M, N and K tails, odd N (C's
+# rows of odd length), the k split's column slices landing in C's rows
+SWAP = Problem(1001, 257, 1032)
 CASES = [
     ("tiles_tma", dict(EPI="tma"), P),
     ("streamk_128x112_c2", dict(BN=112, CLUSTER=2, STAGES=4, SCHED="streamk"), P),
@@ -37,6 +41,8 @@ CASES = [
     ("ksplit2_tma", dict(EPI="tma", KSPLIT=2), KS_TMA),
     ("ksplit4_direct", dict(KSPLIT=4, STAGES=4), KS_DIRECT),
     ("ksplit8_64x64", dict(BM=64, BN=64, CONSUMERS=1, STAGES=6, KSPLIT=8), KS8),
+    ("swap_ksplit2_128x64", dict(BN=64, STAGES=8, KSPLIT=2, SWAP=1), SWAP),
+    ("swap_pingpong_128x64", dict(BN=64, STAGES=6, SCHED="pingpong", SWAP=1), SWAP),
 ]
 
 

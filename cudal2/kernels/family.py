@@ -106,19 +106,27 @@ class Family:
         """Template variables beyond the parameters and the shape (derived constants)."""
         return {}
 
+    def frame(self, params: Params, p: Problem) -> Problem:
+        """The problem the point's tiles are laid over: `p` itself unless a family says otherwise
+        (sm90raw's SWAP: the transpose). The template's M, N and K are the frame's; `context` is given
+        the caller's problem."""
+        return p
+
     def render(self, params: Params, p: Problem) -> str:
-        ctx = {**params, "M": p.M, "N": p.N, "K": p.K, "family": self.name, "shape_specific": self.shape_specific,
+        q = self.frame(params, p)
+        ctx = {**params, "M": q.M, "N": q.N, "K": q.K, "family": self.name, "shape_specific": self.shape_specific,
                "params_json": json.dumps(params, sort_keys=True), **self.context(params, p)}
         return _env.get_template(self.template).render(**ctx)
 
     def build_class(self, params: Params, p: Problem) -> str:
         """What decides, as far as the search can tell without compiling, whether `params` builds at
-        `p`: the point less its walk parameters, and which of the shape's edges its BM x BN x BK
+        `p`: the point less its walk parameters, and which of the edges of its `frame` its BM x BN x BK
         tiles (BK 64 where the point names none) leave partial: the code at a partial edge differs.
         Families whose points name no BM/BN count the exact shape instead."""
         rest = self._less(params, self.walk_params)
+        q = self.frame(params, p)
         if "BM" in rest and "BN" in rest:
-            where = f"{p.M % rest['BM'] == 0}{p.N % rest['BN'] == 0}{p.K % rest.get('BK', 64) == 0}"
+            where = f"{q.M % rest['BM'] == 0}{q.N % rest['BN'] == 0}{q.K % rest.get('BK', 64) == 0}"
         else:
             where = str(p)
         return f"{self.name}|{json.dumps(rest, sort_keys=True)}|{where}"

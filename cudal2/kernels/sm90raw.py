@@ -173,6 +173,12 @@ class Sm90Raw(Family):
         # outputs with too few wide tiles to fill the SMs, one item per cluster (8: thin shapes whose
         # 64x64 tiles number 16 or fewer, e.g. 128x512x3584; 8 is the portable cluster's limit)
         "KSPLIT": (1, 2, 4, 8),
+        # 1: the kernel computes C^T = B . A^T, its tiles laid over the transposed problem (N x M): A and
+        # B are both K-major, so the operands only trade tensor maps, and the direct epilogue stores
+        # each accumulator at C[col][row]. For tall outputs (M >> N, A streamed from HBM), where the
+        # 128-row side of a tile then spans all of N (B, read by every CTA from L2) and the 64-wide
+        # side cuts A into slices each CTA reads once
+        "SWAP": (0, 1),
     }
 
     _structural: list[Params] | None = None      # points(), computed once per process
@@ -184,12 +190,24 @@ class Sm90Raw(Family):
         shape's ranking walks this list, so the product is filtered once, not once per shape (a
         shape's ranking went from ~20 s to ~6 s here). Copies: callers may edit them."""
         if self._structural is None:
-            keys = list(self.space)
+            keys = [k for k in self.space if k != "SWAP"]
             every = (dict(zip(keys, v)) for v in itertools.product(*(self.space[k] for k in keys)))
-            type(self)._structural = [x for x in every if self._param_rules(x) is None]
+            base = [{**x, "SWAP": 0} for x in every if self._param_rules(x) is None]
+            # (SWAP is the last parameter and its rules only narrow the others: its points are the
+            # unswapped ones it allows, so the product is not walked twice)
+            type(self)._structural = base + [{**x, "SWAP": 1} for x in base if self._param_rules({**x, "SWAP": 1}) is None]
         return [dict(x) for x in self._structural]
 
+    def frame(self, params: Params, p: Problem) -> Problem:
+        """The problem the point's tiles are laid over: `p`, or with SWAP=1 its transpose (N x M)."""
+        return Problem(p.N, p.M, p.K) if params.get("SWAP", 0) else p
+
     def context(self, params: Params, p: Problem) -> dict[str, Any]:
+        """The derived constants of the point's tiles over its frame, with the caller's output shape
+        (C_M x C_N) beside them: the declared shape, and with SWAP the row length of C's stores."""
+        return {**self._context(params, self.frame(params, p)), "SWAP": params.get("SWAP", 0), "C_M": p.M, "C_N": p.N}
+
+    def _context(self, params: Params, p: Problem) -> dict[str, Any]:
         BM, BN, C, STAGES = params["BM"], params["BN"], params["CONSUMERS"], params["STAGES"]
         CL, EPI = params["CLUSTER"], params["EPI"]
         # a point recorded before these parameters existed meant no split and whole tiles
@@ -296,13 +314,29 @@ class Sm90Raw(Family):
             return f"SCHED=pingpong: the consumers take whole tiles in turn, so SPLIT_K must be 1, not {S}"
         if sched != "tiles" and S > 1:
             return f"SCHED={sched} already cuts K over the CTAs: SPLIT_K must be 1, not {S}"
+        swap = params.get("SWAP", 0)
+        if swap not in self.space["SWAP"]:
+            return f"SWAP={swap}: one of {self.space['SWAP']}"
+        if swap and (params["EPI"] != "direct" or S > 1 or sched not in ("tiles", "pingpong") or params["CLUSTER"] != 1):
+            # the transposed stores are the direct epilogue's; the TMA store, the workspace's
+            # reduction and the hybrid's fix-up write C row-major, and a tall output's frame has
+            # too few tile rows for a cluster along them
+            return ("SWAP=1 stores C transposed from the accumulators: EPI=direct, SPLIT_K=1, SCHED tiles or "
+                    "pingpong, CLUSTER=1")
         return None
 
     def invalid(self, params: Params, p: Problem, lim: Limits) -> str | None:
-        BM, BN, C, STAGES = params["BM"], params["BN"], params["CONSUMERS"], params["STAGES"]
         why = self._param_rules(params)
         if why:
             return why
+        if params.get("SWAP", 0) and p.N >= p.M:
+            return (f"SWAP=1 at {p}: N >= M, so the unswapped point with BM and BN traded does the same work "
+                    "and stores C in contiguous pairs")
+        return self._invalid(params, self.frame(params, p), lim)
+
+    def _invalid(self, params: Params, p: Problem, lim: Limits) -> str | None:
+        """`invalid`'s shape rules, over the frame `p`."""
+        BM, BN, C, STAGES = params["BM"], params["BN"], params["CONSUMERS"], params["STAGES"]
         if params.get("SCHED") == "pingpong" and params["EPI"] == "tma" and p.N % BN:
             # surveyed 2026-12-06 (the PINGPONG points of eval/sm90raw_check.py at 13 shapes): with a
             # partial last tile column ptxas puts the C descriptor's address through an R2UR
@@ -310,7 +344,7 @@ class Sm90Raw(Family):
             # hybrid's one-consumer TMA store); every point with N % BN == 0 built clean
             return (f"SCHED=pingpong with EPI=tma and N % BN = {p.N % BN}: ptxas turns the edge's store "
                     "into code the judge's machine-code check refuses; EPI=direct, or a BN dividing N")
-        d = self.context(params, p)
+        d = self._context(params, p)
         target = min(255, 65536 // d["THREADS"] // 8 * 8)
         if BN // 2 + INSTR_OVERHEAD > target:
             return (f"one wgmma m64n{BN}k16 needs ~{BN // 2 + INSTR_OVERHEAD} registers, above ptxas's "
@@ -489,13 +523,18 @@ class Sm90Raw(Family):
     KSPLIT_EFF = 0.75
 
     def prior(self, params: Params, p: Problem, lim: Limits) -> float:
-        d = self.context(params, p)
+        return self._prior(params, self.frame(params, p), lim)
+
+    def _prior(self, params: Params, p: Problem, lim: Limits) -> float:
+        d = self._context(params, p)
         BM, BN, C, STAGES, CL = params["BM"], params["BN"], params["CONSUMERS"], params["STAGES"], params["CLUSTER"]
         intensity = BM * BN / (BM + BN)                       # 64 for 128x128, 85 for 128x256
         # (3 stages already hide the loads of a 128x256 tile: the same measurement)
         eff = (min(1.0, intensity / 85) ** 0.5 * (0.8 if C == 1 else 1.0) * min(1.0, STAGES / 3) ** 0.3
                * (1.02 if CL > 1 else 1.0))
         epi = BM * BN * self.EPI_S_PER_ELEM * (0.2 if params["EPI"] == "tma" else 1.0)
+        if params.get("SWAP", 0):
+            epi *= 2      # scalar stores, each a quarter-warp's 16 bytes of four rows: half the pairs' rate
         if d["PINGPONG"]:
             # measured on the H100 (results/sm90raw_pingpong_h100_2026-12-06.json, 7 shapes): with the
             # TMA store a consumer's epilogue hides behind the other's mainloop, and 128x128 ping-pong
