@@ -61,6 +61,15 @@ BN=64..128 plus split-K, e.g. 128x1024x16384 as 64x64 tiles x 4 splits = 128 CTA
 is not offered: wgmma's M is 64 per warpgroup, so it would multiply 32 rows of zeros and be no
 faster than 64 rows.
 
+SWAP=1 lays the tiles over the transposed problem: the kernel computes C^T = B . A^T (A and B are both
+K-major, so the launch block only trades their tensor maps) and the direct epilogue stores the
+accumulator of row m, column n at C[n][m]. For tall outputs (M >> N, A streamed from HBM), where the
+128-row side of a tile then spans all of N and the other side cuts A into slices one CTA (or one
+k-split cluster) reads once: what serves the transposed layers (128x4096x14336) at 1.16. Only with
+the direct epilogue and no workspace or cluster pair (the TMA store, the reduction and the fix-up
+write C row-major), and only where N < M (elsewhere the unswapped point with BM and BN traded is the
+same work).
+
 ORDER="hilbert" walks the items along a generalized Hilbert curve over the item grid (any
 rectangle), computed in the kernel by descending to the part that holds an item (contract v2
 refuses module constant data, so the walk cannot be a table).
