@@ -65,10 +65,14 @@ SWAP=1 lays the tiles over the transposed problem: the kernel computes C^T = B .
 K-major, so the launch block only trades their tensor maps) and the direct epilogue stores the
 accumulator of row m, column n at C[n][m]. For tall outputs (M >> N, A streamed from HBM), where the
 128-row side of a tile then spans all of N and the other side cuts A into slices one CTA (or one
-k-split cluster) reads once: what serves the transposed layers (128x4096x14336) at 1.16. Only with
-the direct epilogue and no workspace or cluster pair (the TMA store, the reduction and the fix-up
-write C row-major), and only where N < M (elsewhere the unswapped point with BM and BN traded is the
-same work).
+k-split cluster) reads once, as 128x64 tiles in pairs do at the transposed layer 128x4096x14336.
+Measured on the H100 at 4096x128x12288 (results/sm90raw_tall_h100_2026-12-07.json): swapped 128x64
+tiles in pairs 43.8 us, the unswapped 64x128 tiles in pairs (one consumer) 43.8-44.0, both against
+47.4 for the 64x64 tiles served before; the swap is within noise of its unswapped twin, and the
+search published it (graph 1.09 against F.linear on the product path). Only with the direct
+epilogue and no workspace or cluster pair (the TMA store, the reduction and the fix-up write C
+row-major), and only where N < M (elsewhere the unswapped point with BM and BN traded is the same
+work).
 
 ORDER="hilbert" walks the items along a generalized Hilbert curve over the item grid (any
 rectangle), computed in the kernel by descending to the part that holds an item (contract v2
