@@ -359,6 +359,8 @@ def library_bench(root: Optional[Path] = LibOpt, arch: Optional[str] = ArchOpt, 
         n = pb.record(lib.folder, rows) if update and not served else 0
     if update:
         from cudal2.library import Library, manifest
+        for line in manifest.settle(lib.folder, cfg.library.serve_margin):
+            out.print(f"standby settled: {line}")
         kept = len(Library(lib.folder, serve_margin=cfg.library.serve_margin).served)
         out.print(f"manifest updated for {n} entries; {kept} win by {cfg.library.serve_margin:.0%} or more in every mode "
                   f"on the median of this bench and the {manifest.HISTORY} before it, lost in none, and are served")

@@ -96,7 +96,9 @@ def library_table(lib) -> Table:
     for e in lib.entries:
         sp = e.measured.get("speedup", {})
         shape = f"{e.M}x{e.N}x{e.K}" if e.M is not None else f"M={e.m_range[0]}-{e.m_range[1]} N={e.N} K={e.K}"
-        t.add_row(e.id, shape, e.family, e.provenance.get("kind", "?"), f"{e.score:.3f}x",
+        standby = e.extra.get("standby_for")   # manifest.STANDBY: replaced, kept until a bench decides
+        t.add_row(e.id + (f" (standby for {standby})" if standby else ""), shape, e.family,
+                  e.provenance.get("kind", "?"), f"{e.score:.3f}x",
                   *(f"{sp.get(m, {}).get('vendor_default', float('nan')):.3f}x" for m in ("offline", "server")),
                   str(e.gpu.get("name")))
     return t

@@ -302,3 +302,70 @@ def test_an_entry_published_on_one_mode_is_not_served_before_a_product_bench(tmp
     assert Library(tmp_path).served == []
     _bench(tmp_path, "one_mode", 1.05)
     assert len(Library(tmp_path).served) == 1
+
+
+# ---- a replaced entry the product bench serves waits on standby until the bench decides -------------
+def _served(tmp, eid, score, product=1.1):
+    e = entry(tmp, eid, score=score)
+    e.measured["bench"] = {"kind": "product", "speedup": {"eager": product, "graph": product}}
+    return e
+
+
+def test_replacing_a_served_entry_keeps_it_on_standby(tmp_path):
+    put(tmp_path, _served(tmp_path, "old", 1.05))
+    assert add(tmp_path, _layout(tmp_path, "new", 1.05, 1.04, 1.08), margin=0.02)
+    by_id = {e.id: e for e in manifest.read(tmp_path)}
+    assert set(by_id) == {"old", "new"} and by_id["old"].extra[manifest.STANDBY] == "new"
+    assert (tmp_path / "old.cu").exists() and (tmp_path / "old.cubin").exists()
+
+
+def test_replacing_an_entry_the_product_bench_never_served_drops_it(tmp_path):
+    put(tmp_path, _served(tmp_path, "old", 1.05, product=0.99))
+    assert add(tmp_path, _layout(tmp_path, "new", 1.05, 1.04, 1.08), margin=0.02)
+    assert [e.id for e in manifest.read(tmp_path)] == ["new"] and not (tmp_path / "old.cubin").exists()
+
+
+def test_the_standby_serves_until_its_replacement_is_measured(tmp_path):
+    # the replacement beat the judge's vendor_default by too little to serve before a product bench
+    put(tmp_path, _served(tmp_path, "old", 0.95))
+    assert add(tmp_path, _layout(tmp_path, "new", 1.05, 1.04, 1.01), margin=0.02)
+    assert Library(tmp_path).lookup(64, 64, 64).id == "old"
+    assert Library(tmp_path, serve_margin=None).lookup(64, 64, 64).id == "new"   # what the bench times
+
+
+def test_the_bench_does_not_time_a_standby_under_its_own_id():
+    from cudal2.library.product_bench import to_measure
+    old, new = entry(None, "old"), entry(None, "new")
+    old.measured["bench"] = {"kind": "product", "speedup": {"graph": 1.1}}
+    old.extra[manifest.STANDBY] = "new"
+    assert [e.id for e in to_measure([old, new], new=False)] == ["new"]
+    assert [e.id for e in to_measure([old, new], new=True)] == ["new"]
+
+
+def test_a_replacement_that_serves_removes_the_standby(tmp_path):
+    put(tmp_path, _served(tmp_path, "old", 1.05))
+    add(tmp_path, _layout(tmp_path, "new", 1.05, 1.04, 1.08), margin=0.02)
+    assert manifest.settle(tmp_path, 0.02) == []           # not measured yet: both stay
+    _bench(tmp_path, "new", 1.09)
+    [line] = manifest.settle(tmp_path, 0.02)
+    assert "new serves" in line and [e.id for e in manifest.read(tmp_path)] == ["new"]
+    assert not (tmp_path / "old.cu").exists() and not (tmp_path / "old.cubin").exists()
+
+
+def test_a_replacement_that_does_not_serve_brings_the_standby_back(tmp_path):
+    put(tmp_path, _served(tmp_path, "old", 1.05))
+    add(tmp_path, _layout(tmp_path, "new", 1.05, 1.04, 1.08), margin=0.02)
+    _bench(tmp_path, "new", 1.01)                          # under the margin on the product path
+    [line] = manifest.settle(tmp_path, 0.02)
+    assert "old is back" in line
+    [e] = manifest.read(tmp_path)
+    assert e.id == "old" and manifest.STANDBY not in e.extra and Library(tmp_path).lookup(64, 64, 64).id == "old"
+    assert not (tmp_path / "new.cubin").exists()
+
+
+def test_a_second_replacement_keeps_the_proven_standby_not_the_unmeasured_one(tmp_path):
+    put(tmp_path, _served(tmp_path, "old", 1.05))
+    add(tmp_path, _layout(tmp_path, "mid", 1.05, 1.04, 1.08), margin=0.02)
+    add(tmp_path, _layout(tmp_path, "top", 1.05, 1.04, 1.10), margin=0.02)
+    by_id = {e.id: e for e in manifest.read(tmp_path)}
+    assert set(by_id) == {"old", "top"} and by_id["old"].extra[manifest.STANDBY] == "top"

@@ -6,7 +6,8 @@ its launch spec) and raises `LibraryError` naming the file and the entry on any
 problem, so a corrupt library never half-loads; a library holds contract v2 entries only (device
 code, a cubin and its launch spec): an entry without a binary (v1 host code, which would need a
 compiler and the candidate's host code in the user's process) is refused by name; `write` replaces the file atomically, so a crash
-mid-write leaves the old manifest intact.
+mid-write leaves the old manifest intact. An entry the product bench served stays beside the one
+that replaced it, marked `extra[STANDBY]`, until `settle` keeps whichever the bench serves.
 
 Does not: build or load binaries (see `runtime.py`).
 """
@@ -264,6 +265,55 @@ def write(folder: Path, entries: list[Entry]) -> None:
 
 
 HISTORY = 2   # bench records an entry keeps from before its latest (`Entry.wins`: a loss there is a veto)
+# extra[STANDBY] = the id of the entry that replaced this one: kept (and served while it wins and the
+# replacement does not) until a product bench of the replacement settles which of the two stays
+STANDBY = "standby_for"
+
+
+def product_measured(e: Entry) -> bool:
+    return e.measured.get("bench", {}).get("kind") == "product"
+
+
+def proven(e: Entry, margin: float) -> bool:
+    """Served on the product bench's own record (not on the judge's numbers alone)."""
+    return product_measured(e) and e.wins(margin)
+
+
+def unlink_files(folder: Path, gone: list[Entry], kept: list[Entry]) -> None:
+    """Delete the source and cubin of entries no longer in the manifest, unless a kept one names them."""
+    names = {n for x in kept for n in (x.source, x.binary) if n}
+    for x in gone:
+        for n in (x.source, x.binary):
+            if n and n not in names:
+                (folder / n).unlink(missing_ok=True)
+
+
+def settle(folder: Path, margin: float) -> list[str]:
+    """Decide every standby entry whose replacement a product bench has measured: the replacement stays
+    if it wins by `margin` (the standby goes), else the standby comes back and the replacement goes
+    (a replacement no longer in the manifest brings it back too). One atomic manifest write; the
+    files of the entries that went are deleted. What happened, one line per standby settled."""
+    entries = read(folder)
+    by_id = {e.id: e for e in entries}
+    gone: list[Entry] = []
+    said = []
+    for s in [e for e in entries if STANDBY in e.extra]:
+        new = by_id.get(s.extra[STANDBY])
+        if new is not None and not product_measured(new):
+            continue                      # not measured yet: both stay, the winner serves
+        if new is not None and new.wins(margin):
+            gone.append(s)
+            said.append(f"{new.id} serves; {s.id}, which it replaced, is removed")
+            continue
+        del s.extra[STANDBY]
+        if new is not None:
+            gone.append(new)
+        said.append(f"{s.id} is back: {new.id if new else 'its replacement'} does not serve")
+    if said:
+        kept = [e for e in entries if e not in gone]
+        write(folder, kept)
+        unlink_files(folder, gone, kept)
+    return said
 
 
 def record_bench(folder: Path, records: dict[str, dict]) -> int:

@@ -355,7 +355,16 @@ def remaining(todo: list[tuple], out: Path, cupy: bool) -> tuple[list[dict], lis
 def unmeasured(entries: list) -> list:
     """The entries no product bench has measured yet (what a search just published): the others
     keep their records, so `--update` over these alone leaves every other entry's history as it is."""
-    return [e for e in entries if e.measured.get("bench", {}).get("kind") != "product"]
+    from cudal2.library.manifest import product_measured
+    return [e for e in entries if not product_measured(e)]
+
+
+def to_measure(entries: list, new: bool) -> list:
+    """The entries whose shapes a run measures: all, or the `unmeasured` ones, less those on standby
+    for a replacement (`manifest.STANDBY`): at their shape dispatch runs the replacement whenever
+    it is served, so a row for the standby would time the replacement under the standby's id."""
+    from cudal2.library.manifest import STANDBY
+    return [e for e in (unmeasured(entries) if new else entries) if STANDBY not in e.extra]
 
 
 def run(folder: Path, out: Path, rounds: int = 15, calls: int = 50, limit: int = 0,
@@ -391,7 +400,7 @@ def run(folder: Path, out: Path, rounds: int = 15, calls: int = 50, limit: int =
     first = {"total": (t3 - t0) * 1e3, "read_library": (t1 - t0) * 1e3, "load_dispatcher": (t2 - t1) * 1e3,
              "call_with_its_binary": (t3 - t2) * 1e3}
     first_ms = first["total"]
-    entries = unmeasured(lib.entries) if new else lib.entries
+    entries = to_measure(lib.entries, new)
     entries = entries[:limit] if limit else entries
     have = {(e.M, e.N, e.K) for e in lib.entries}
     todo = [(e.id, e.M or e.m_range[1], e.N, e.K) for e in entries]

@@ -4,8 +4,9 @@ Guarantees:
 - never lose: only entries whose measured speedup over the vendor is at least 1 + `serve_margin`
   in every timing mode (on the median of the benches an entry keeps), and at least 1 in every one
   of them, are served (`Entry.wins`); elsewhere the vendor GEMM runs;
-- dispatch: the served entry for the exact shape, else one whose M-range covers it, else the
-  vendor GEMM (cuBLAS through torch or cupy); the result is always C = A·Bᵀ; `stats()` counts
+- dispatch: the best-scoring served entry for the exact shape (a replaced entry on standby,
+  `manifest.STANDBY`, serves only while its replacement does not), else one whose M-range covers
+  it, else the vendor GEMM (cuBLAS through torch or cupy); the result is always C = A·Bᵀ; `stats()` counts
   hits per entry and fallbacks per reason;
 - every entry ships its cubin (contract v2; the manifest refuses anything else): it is loaded
   from the library folder, hash-checked, by the worker's own module loader, with no compiler and

@@ -5,7 +5,9 @@ stored beside the manifest under a content-derived name, and its cubin (the bina
 loaded, whose sha256 is the entry's device hash) beside it (contract v2 only: `add` refuses an
 entry without one); for a shape (or an M-range) already in the
 library the better-scoring entry is kept (a tie keeps the existing one), comparing against an existing entry's
-score measured now when the caller passes one (`rescored`); the manifest is replaced atomically.
+score measured now when the caller passes one (`rescored`), and a replaced entry that the product
+bench serves stays on standby until a product bench of its replacement decides (`manifest.settle`);
+the manifest is replaced atomically.
 
 Does not: measure or compare across GPUs: scores from the generating run are taken as measured.
 """
@@ -59,11 +61,15 @@ def add(folder: Path, e: Entry, source: str, rescored: dict[str, float] | None =
     folder.mkdir(parents=True, exist_ok=True)
     (folder / e.source).write_text(source)
     (folder / e.binary).write_bytes(Path(binary).read_bytes())
-    keep = [x for x in entries if x not in same]
+    # A replaced entry the product bench serves stays, on standby for `e`, until a product bench of
+    # `e` decides between them (`manifest.settle`): a higher judge score is no proof that `e` serves
+    # (the judge's cold-L2 timing against the product bench's warm graph mode), and dropping it
+    # here once replaced a served entry by one the bench did not serve. The best-scoring such entry
+    # is kept; the rest go as before.
+    proven = sorted((x for x in same if manifest.proven(x, margin)), key=lambda x: x.score)[-1:]
+    for x in proven:
+        x.extra[manifest.STANDBY] = e.id
+    keep = [x for x in entries if x not in same] + proven
     manifest.write(folder, keep + [e])
-    for old in same:
-        if old.source != e.source:
-            (folder / old.source).unlink(missing_ok=True)
-        if old.binary and old.binary != e.binary:
-            (folder / old.binary).unlink(missing_ok=True)
+    manifest.unlink_files(folder, [x for x in same if x not in proven], keep + [e])
     return True
