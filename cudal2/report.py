@@ -90,13 +90,14 @@ def baselines_table(df: pd.DataFrame) -> Table:
 
 
 def library_table(lib) -> Table:
+    from cudal2.library.manifest import STANDBY
     t = Table(title=f"kernel library {lib.folder} ({len(lib.entries)} entries)")
     for c in ("id", "shape", "family", "provenance", "score", "offline vs vendor_default", "server vs vendor_default", "gpu"):
         t.add_column(c)
     for e in lib.entries:
         sp = e.measured.get("speedup", {})
         shape = f"{e.M}x{e.N}x{e.K}" if e.M is not None else f"M={e.m_range[0]}-{e.m_range[1]} N={e.N} K={e.K}"
-        standby = e.extra.get("standby_for")   # manifest.STANDBY: replaced, kept until a bench decides
+        standby = e.extra.get(STANDBY)   # replaced, kept until a product bench decides
         t.add_row(e.id + (f" (standby for {standby})" if standby else ""), shape, e.family,
                   e.provenance.get("kind", "?"), f"{e.score:.3f}x",
                   *(f"{sp.get(m, {}).get('vendor_default', float('nan')):.3f}x" for m in ("offline", "server")),

@@ -369,3 +369,13 @@ def test_a_second_replacement_keeps_the_proven_standby_not_the_unmeasured_one(tm
     add(tmp_path, _layout(tmp_path, "top", 1.05, 1.04, 1.10), margin=0.02)
     by_id = {e.id: e for e in manifest.read(tmp_path)}
     assert set(by_id) == {"old", "top"} and by_id["old"].extra[manifest.STANDBY] == "top"
+
+
+def test_library_ls_names_a_standby_and_what_replaced_it(tmp_path):
+    from rich.console import Console
+    from cudal2.report import library_table
+    put(tmp_path, _served(tmp_path, "old", 1.05))
+    add(tmp_path, _layout(tmp_path, "new", 1.05, 1.04, 1.08), margin=0.02)
+    con = Console(width=300, record=True)
+    con.print(library_table(Library(tmp_path)))
+    assert "old (standby for new)" in con.export_text()

@@ -64,8 +64,8 @@ def add(folder: Path, e: Entry, source: str, rescored: dict[str, float] | None =
     # A replaced entry the product bench serves stays, on standby for `e`, until a product bench of
     # `e` decides between them (`manifest.settle`): a higher judge score is no proof that `e` serves
     # (the judge's cold-L2 timing against the product bench's warm graph mode), and dropping it
-    # here once replaced a served entry by one the bench did not serve. The best-scoring such entry
-    # is kept; the rest go as before.
+    # here could trade a served entry for one the bench does not serve. The best-scoring such
+    # entry is kept; the rest go as before.
     proven = sorted((x for x in same if manifest.proven(x, margin)), key=lambda x: x.score)[-1:]
     for x in proven:
         x.extra[manifest.STANDBY] = e.id
