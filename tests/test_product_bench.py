@@ -48,6 +48,19 @@ def test_new_picks_only_the_entries_no_product_bench_has_measured(tmp_path):
     assert a.id not in picked and b.id in picked and c.id in picked
 
 
+def test_a_row_for_an_entry_counts_only_that_entrys_kernel():
+    # Dispatch picked another entry at this shape (a replacement, say): the row must not credit
+    # the named entry with it.
+    got = pb.ran({"a": 3, "b": 1}, {"a": 3, "b": 2}, "a")
+    assert got == {"kernel_ran": False, "ran": ["b"]}
+    assert pb.ran({"a": 3}, {"a": 4}, "a")["kernel_ran"]
+
+
+def test_a_listed_shape_counts_any_kernel_of_ours_and_none_is_no_kernel():
+    assert pb.ran({}, {"x": 1}, None) == {"kernel_ran": True, "ran": ["x"]}
+    assert pb.ran({"x": 1}, {"x": 1}, None) == {"kernel_ran": False, "ran": []}
+
+
 def test_geomeans_are_per_band_and_overall():
     rows = [{"band": "below 2^30", "eager": 2.0, "graph": 1.0, "flushed": 1.0},
             {"band": "below 2^30", "eager": 0.5, "graph": 1.0, "flushed": 1.0}]

@@ -239,19 +239,29 @@ def paced_modes(clock, ours, theirs, rounds: int, calls: int, use=None) -> dict:
     return {**paced, **modes(clock, ours, theirs, use=use, **paced)}
 
 
-def measure_shape(torch, lib, M: int, N: int, K: int, rounds: int, calls: int, flush) -> dict:
-    """`cudal2.linear` against F.linear at one shape, torch tensors."""
+def ran(before: dict[str, int], after: dict[str, int], eid: str | None) -> dict:
+    """Which entries' kernels ran between two `lib.stats()["hits"]` readings, and whether the call
+    counts as our kernel's: the entry a row is for (`eid`) must be among them, so a row can never
+    credit one entry with another's time (a replacement's, say, where dispatch picked it); a row
+    for no entry (a listed shape) counts any kernel of ours."""
+    ids = sorted(k for k, v in after.items() if v > before.get(k, 0))
+    return {"kernel_ran": eid in ids if eid else bool(ids), "ran": ids}
+
+
+def measure_shape(torch, lib, M: int, N: int, K: int, rounds: int, calls: int, flush,
+                  eid: str | None = None) -> dict:
+    """`cudal2.linear` against F.linear at one shape, torch tensors; for entry `eid` if given."""
     import cudal2
     F = torch.nn.functional
     A, W = _torch_inputs(torch, M, N, K)
     ours = lambda: cudal2.linear(A, W)  # noqa: E731  the public API
     theirs = lambda: F.linear(A, W)     # noqa: E731
-    before = lib.stats()["hits"]
+    before = dict(lib.stats()["hits"])
     got, want = ours(), theirs()
     torch.cuda.synchronize()
-    hit = sum(lib.stats()["hits"].values()) > sum(before.values())
     err, scale = float((got.float() - want.float()).abs().max()), float(want.float().abs().max())
-    row = {"M": M, "N": N, "K": K, "band": band(M, N, K), "kernel_ran": hit, **_agreement(err, scale)}
+    row = {"M": M, "N": N, "K": K, "band": band(M, N, K), **ran(before, lib.stats()["hits"], eid),
+           **_agreement(err, scale)}
     for _ in range(3):   # warm-up, both
         ours(), theirs()
     clock = TorchClock(torch, flush)
@@ -288,8 +298,10 @@ def copy_rate(torch, clock, W, rounds: int, calls: int, row: dict) -> dict:
     return out
 
 
-def measure_shape_cupy(cp, lib, M: int, N: int, K: int, rounds: int, calls: int, flush) -> dict:
-    """`cudal2.matmul` on cupy arrays against `cupy.matmul(A, B.T)` at one shape."""
+def measure_shape_cupy(cp, lib, M: int, N: int, K: int, rounds: int, calls: int, flush,
+                       eid: str | None = None) -> dict:
+    """`cudal2.matmul` on cupy arrays against `cupy.matmul(A, B.T)` at one shape; for entry `eid`
+    if given."""
     import cudal2
 
     def randn(shape, seed):
@@ -298,13 +310,13 @@ def measure_shape_cupy(cp, lib, M: int, N: int, K: int, rounds: int, calls: int,
     A, B = _inputs(M, N, K, randn)
     ours = lambda: cudal2.matmul(A, B)     # noqa: E731  the public API, cupy in and out
     theirs = lambda: cp.matmul(A, B.T)     # noqa: E731
-    before = lib.stats()["hits"]
+    before = dict(lib.stats()["hits"])
     got, want = ours(), theirs()
     cp.cuda.Device().synchronize()
-    hit = sum(lib.stats()["hits"].values()) > sum(before.values())
     g32, w32 = got.astype(cp.float32), want.astype(cp.float32)
     err, scale = float(cp.abs(g32 - w32).max()), float(cp.abs(w32).max())
-    row = {"api": "cupy", "M": M, "N": N, "K": K, "band": band(M, N, K), "kernel_ran": hit, **_agreement(err, scale)}
+    row = {"api": "cupy", "M": M, "N": N, "K": K, "band": band(M, N, K), **ran(before, lib.stats()["hits"], eid),
+           **_agreement(err, scale)}
     for _ in range(3):
         ours(), theirs()
     return {**row, **paced_modes(CupyClock(cp, flush), ours, theirs, rounds, calls)}
@@ -362,7 +374,7 @@ def unmeasured(entries: list) -> list:
 def to_measure(entries: list, new: bool) -> list:
     """The entries whose shapes a run measures: all, or the `unmeasured` ones, less those on standby
     for a replacement (`manifest.STANDBY`): at their shape dispatch runs the replacement whenever
-    it is served, so a row for the standby would time the replacement under the standby's id."""
+    it is served, so a row for the standby would only find the replacement's kernel running (`ran`)."""
     from cudal2.library.manifest import STANDBY
     return [e for e in (unmeasured(entries) if new else entries) if STANDBY not in e.extra]
 
@@ -417,9 +429,9 @@ def run(folder: Path, out: Path, rounds: int = 15, calls: int = 50, limit: int =
     from rich.progress import track
     for eid, M, N, K in track(todo, description="product bench"):
         tag = {"id": eid} if eid else {}
-        new = [{**tag, **measure_shape(torch, lib, M, N, K, rounds, calls, flush)}]
+        new = [{**tag, **measure_shape(torch, lib, M, N, K, rounds, calls, flush, eid)}]
         if cupy:
-            new.append({**tag, **measure_shape_cupy(cp, lib, M, N, K, rounds, calls, cflush)})
+            new.append({**tag, **measure_shape_cupy(cp, lib, M, N, K, rounds, calls, cflush, eid)})
         rows += new
         with out.open("a") as f:
             f.writelines(json.dumps(row) + "\n" for row in new)
