@@ -429,12 +429,12 @@ def run(folder: Path, out: Path, rounds: int = 15, calls: int = 50, limit: int =
     from rich.progress import track
     for eid, M, N, K in track(todo, description="product bench"):
         tag = {"id": eid} if eid else {}
-        new = [{**tag, **measure_shape(torch, lib, M, N, K, rounds, calls, flush, eid)}]
+        got = [{**tag, **measure_shape(torch, lib, M, N, K, rounds, calls, flush, eid)}]
         if cupy:
-            new.append({**tag, **measure_shape_cupy(cp, lib, M, N, K, rounds, calls, cflush, eid)})
-        rows += new
+            got.append({**tag, **measure_shape_cupy(cp, lib, M, N, K, rounds, calls, cflush, eid)})
+        rows += got
         with out.open("a") as f:
-            f.writelines(json.dumps(row) + "\n" for row in new)
+            f.writelines(json.dumps(row) + "\n" for row in got)
     summary = {"summary": True, "serve_all": serve_all, "served": len(lib.served), "first_call_ms": first_ms,
                "first_call_parts_ms": first, "process_s": time.perf_counter() - t_start,
                "gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "stats": lib.stats(),
