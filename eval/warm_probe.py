@@ -42,10 +42,11 @@ from cudal2.library import manifest  # noqa: E402
 from cudal2.library.manifest import Entry  # noqa: E402
 from cudal2.problem import Problem  # noqa: E402
 
-# The LLM list's vendor-served shapes whose B (2NK bytes) is 8-34 MB, and the dev set's two thin
-# long-K ones, each with the family that serves its M elsewhere.
+# The LLM list's vendor-served shapes whose B (2NK bytes) is 8-34 MB, and the dev set's thin long-K
+# 64x1024x16384, each with the family that serves its M elsewhere.
 SHAPES = ("1x3584x3584", "1x4096x4096", "16x3584x3584", "16x4096x4096", "16x1024x8192",
-          "128x1024x5120", "128x1024x8192", "128x3584x3584", "128x4096x4096", "64x1024x16384")
+          "128x1024x5120", "128x1024x8192", "128x3584x3584", "128x4096x4096", "64x1024x16384",
+          "512x1024x8192", "512x4096x4096")
 
 
 def family_for(M: int) -> str:
