@@ -9,7 +9,8 @@ served. This probe asks whether another point of the same family would have won.
 
 What it does (GPU machine, after `cudal2 library build`): for each shape, the `--points` points of
 the family with the highest prior, at most one per structure (`Family.structure`), each rendered,
-built to a cubin, and put into library folder i (the i-th point of every shape: dispatch serves one
+built to a cubin (`--prepare` does this half alone, on any machine with nvcc), and put into
+library folder i (the i-th point of every shape: dispatch serves one
 entry a shape); then, folder by folder, each entry measured as `cudal2 library bench` measures one
 (`product_bench.measure_shape`: cudal2.linear against F.linear, eager, graph and flushed, paired
 rounds; its output compared with F.linear's). The points are renders of our own templates, trusted
@@ -17,6 +18,8 @@ code, loaded into this process as the library loads its entries; they are not ju
 row counts only where its output agreed and its own kernel ran. Nothing is published or asserted.
 
   python eval/warm_probe.py --out r.json [--shapes 16x3584x3584,...] [--points 8] [--deadline 400]
+  python eval/warm_probe.py --prepare DIR [--shapes ...] [--points 8]   render and build only (no GPU)
+  python eval/warm_probe.py --out r.json --dir DIR                      measure what --prepare built
 
 Does not: judge, publish, or say which point the search would pick (a judge mode that times warm
 calls would; this says whether one is worth building).
@@ -105,18 +108,27 @@ def folders(shapes: list[Problem], n: int, cfg: Config, root: Path) -> dict[int,
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--out", type=Path)
     ap.add_argument("--shapes", default=",".join(SHAPES))
     ap.add_argument("--points", type=int, default=8)
+    ap.add_argument("--prepare", type=Path, help="render and build into this folder, then stop")
+    ap.add_argument("--dir", type=Path, help="measure the folders --prepare built there")
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--calls", type=int, default=50)
     ap.add_argument("--deadline", type=float, default=400.0, help="start no new folder after this many seconds")
     a = ap.parse_args()
     t0 = time.monotonic()
-    shapes = [Problem(*map(int, s.split("x"))) for s in a.shapes.split(",")]
-    root = Path(tempfile.mkdtemp(prefix="warm-probe-"))
-    cfg = Config.load(build={"cache_dir": str(root / "cache")})
-    placed = folders(shapes, a.points, cfg, root / "lib")
+    root = a.prepare or a.dir or Path(tempfile.mkdtemp(prefix="warm-probe-"))
+    if not a.dir:
+        shapes = [Problem(*map(int, s.split("x"))) for s in a.shapes.split(",")]
+        cfg = Config.load(build={"cache_dir": tempfile.mkdtemp(prefix="warm-probe-cache-")})
+        placed = folders(shapes, a.points, cfg, root / "lib")
+        (root / "placed.json").write_text(json.dumps(placed))
+        if a.prepare:
+            return
+    if a.out is None:
+        ap.error("--out is required unless --prepare")
+    placed = {int(i): pts for i, pts in json.loads((root / "placed.json").read_text()).items()}
 
     import torch
 
@@ -132,11 +144,11 @@ def main() -> None:
             break
         lib = Library(root / "lib" / f"p{i}", serve_margin=None)
         cudal2.library._default = lib
-        lib.compiled()
+        dispatcher = lib.compiled() is not None
         for pt in placed[i]:
             e = next(e for e in lib.entries if e.id == pt["id"])
             row = measure_shape(torch, lib, e.M, e.N, e.K, a.rounds, a.calls, flush, e.id)
-            rows.append({**pt, "rank": i, **row})
+            rows.append({**pt, "rank": i, "dispatcher": dispatcher, **row})
             print(f"{pt['shape']} p{i} {pt['params']}: eager {row['eager']:.3f} graph {row['graph']:.3f} "
                   f"flushed {row['flushed']:.3f} ran {row['kernel_ran']} agree {row['agree']}", flush=True)
             a.out.write_text(json.dumps({"gpu": torch.cuda.get_device_name(0), "rows": rows}, indent=1))
