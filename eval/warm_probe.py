@@ -9,9 +9,9 @@ served. This probe asks whether another point of the same family would have won.
 
 What it does (GPU machine, after `cudal2 library build`): for each shape, the `--points` points of
 the family with the highest prior, at most one per structure (`Family.structure`), each rendered,
-built to a cubin (`--prepare` does this half alone, on any machine with nvcc), and put into
-library folder i (the i-th point of every shape: dispatch serves one
-entry a shape); then, folder by folder, each entry measured as `cudal2 library bench` measures one
+built to a cubin (`--prepare` does this half alone, on any machine with nvcc) and put into library
+folder i (the i-th point of every shape: dispatch serves one entry a shape); then, folder by
+folder, each entry measured as `cudal2 library bench` measures one
 (`product_bench.measure_shape`: cudal2.linear against F.linear, eager, graph and flushed, paired
 rounds; its output compared with F.linear's). The points are renders of our own templates, trusted
 code, loaded into this process as the library loads its entries; they are not judged here, so a
