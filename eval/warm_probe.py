@@ -81,7 +81,9 @@ def folders(shapes: list[Problem], n: int, cfg: Config, root: Path) -> dict[int,
     print(f"building {len(jobs)} points", flush=True)
     built = build_many([j[3] for j in jobs], cfg.build)
     placed: dict[int, list[dict]] = {}
+    entries: dict[int, list[Entry]] = {}
     rank: dict[Problem, int] = {}
+    nvcc, date = nvcc_version(cfg.build.nvcc), dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     for (p, fname, params, src), br in zip(jobs, built):
         if not br.ok or br.kind != "cubin":
             print(f"{p} {params}: not built ({br.stage}: {br.reason[:120]})", flush=True)
@@ -93,16 +95,16 @@ def folders(shapes: list[Problem], n: int, cfg: Config, root: Path) -> dict[int,
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"{eid}.cu").write_text(src)
         shutil.copyfile(br.lib_path, folder / f"{eid}.cubin")
-        e = Entry(id=eid, M=p.M, N=p.N, K=p.K, family=fname, params=params,
-                  provenance={"kind": "template", "candidate": "warm_probe"}, source=f"{eid}.cu",
-                  source_sha256=sha, device_sha256=br.device_sha256,
-                  build={"nvcc": nvcc_version(cfg.build.nvcc), "flags": cfg.build.flags, "archs": cfg.build.archs,
-                         "resources": br.resources},
-                  measured={"score": 0.0}, gpu={}, date=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-                  binary=f"{eid}.cubin", spec=br.spec)
-        manifest.write(folder, manifest.read(folder) + [e])
+        entries.setdefault(i, []).append(Entry(
+            id=eid, M=p.M, N=p.N, K=p.K, family=fname, params=params,
+            provenance={"kind": "template", "candidate": "warm_probe"}, source=f"{eid}.cu", source_sha256=sha,
+            device_sha256=br.device_sha256,
+            build={"nvcc": nvcc, "flags": cfg.build.flags, "archs": cfg.build.archs, "resources": br.resources},
+            measured={"score": 0.0}, gpu={}, date=date, binary=f"{eid}.cubin", spec=br.spec))
         placed.setdefault(i, []).append({"id": eid, "shape": str(p), "family": fname, "params": params,
                                          "resources": br.resources})
+    for i, es in entries.items():
+        manifest.write(root / f"p{i}", es)
     return placed
 
 
