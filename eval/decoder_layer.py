@@ -1,6 +1,6 @@
 """A Llama decoder layer with and without `cudal2.patch`, on the GPU machine, fresh process.
 
-  python eval/decoder_layer.py --config eval/models/llama3_8b.json --m 16,2048 --out FILE.json
+  python eval/decoder_layer.py --config eval/models/llama3_8b.json [--config …] --m 16,2048 --out FILE.json
 
 The layer is built from the config's sizes with random fp16 weights (no downloads): RMSNorm,
 q/k/v/o projections with grouped-query attention (torch's SDPA, causal), RMSNorm, and the SwiGLU
@@ -49,19 +49,29 @@ class Block(torch.nn.Module):
         return x + self.down(F.silu(self.gate(y)) * self.up(y))
 
 
-def main(config: Path, ms: list[int], out: Path, aa: bool = False, only: list[str] | None = None) -> None:
-    c = json.loads(config.read_text())
-    block = Block(c).cuda().half()
+def main(configs: list[Path], ms: list[int], out: Path, aa: bool = False, only: list[str] | None = None) -> None:
     rows = []
     lib = cudal2.library.default()
     flush = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size, dtype=torch.uint8, device="cuda")
     clock = product_bench.TorchClock(torch, flush)
+    for config in configs:   # one layer at a time: a 70B layer's weights are 1.7 GB
+        rows += layer_rows(config, ms, lib, clock, aa, only)
+        torch.cuda.empty_cache()
+    result = {"configs": [str(c) for c in configs], "aa": aa, "only": only, "rows": rows, "stats": lib.stats(),
+              "served": len(lib.served), "device": torch.cuda.get_device_name()}
+    out.write_text(json.dumps(result, indent=1))
+
+
+def layer_rows(config: Path, ms: list[int], lib, clock, aa: bool, only: list[str] | None) -> list[dict]:
+    c = json.loads(config.read_text())
+    block = Block(c).cuda().half()
+    rows = []
     with torch.inference_mode():
         for M in ms:
             x = torch.randn(1, M, c["hidden_size"], device="cuda", dtype=torch.float16)
             cudal2.unpatch(block)
             want = block(x)
-            row = {"M": M, "layers_routed": cudal2.patch(block)}   # 0: the patched block is the plain one (noise)
+            row = {"model": config.stem, "M": M, "layers_routed": cudal2.patch(block)}   # 0: the patched block is the plain one (noise)
             before = sum(lib.stats()["hits"].values())
             got = block(x)
             row["kernel_calls"] = sum(lib.stats()["hits"].values()) - before   # per forward, eager
@@ -79,12 +89,11 @@ def main(config: Path, ms: list[int], out: Path, aa: bool = False, only: list[st
             cudal2.unpatch(block)
             rows.append(row)
             print(json.dumps(row), flush=True)
-    result = {"config": str(config), "aa": aa, "only": only, "rows": rows, "stats": lib.stats(), "served": len(lib.served)}
-    out.write_text(json.dumps(result, indent=1))
+    return rows
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
-    ap.add_argument("--config", type=Path, required=True)
+    ap.add_argument("--config", type=Path, action="append", required=True, help="a model config (repeatable)")
     ap.add_argument("--m", default="16,2048")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--aa", action="store_true",
