@@ -13,7 +13,8 @@ Guarantees, in order (the first failure stops the run and is recorded with its s
   span of a call's own pointers can still tell verification from timing: timing is checked as
   closely as verification, so knowing the stage buys nothing).
 - Every candidate call, in every stage: `guards.prep` first fills the workspace with fresh random
-  bytes and C with random answer-scale values, and `guards.scrub` overwrites the shared memory,
+  bytes and C with random answer-scale values (but in the carried calls of the repeat stage), and
+  `guards.scrub` overwrites the shared memory,
   local memory and registers an earlier call could have left something in; free pool blocks are
   unmapped; the call runs before any reference; its status must be 0; the stream, then the whole
   device, must drain within the deadline (else a hang); then A and B must be bitwise what their
@@ -24,7 +25,9 @@ Guarantees, in order (the first failure stops the run and is recorded with its s
 - gaussian: a Gaussian (both operands, as every timed call), a positive-mean and a cancelling
   trial (see `buffers.fill`), error against a float64 reference within `error_ratio` x cuBLAS's error
   (relative Frobenius) and `max_error_ratio` x (largest element).
-- repeat: consecutive calls through the same pointers, new contents each time, each checked.
+- repeat: consecutive calls through the same pointers, new contents each time, each checked; then
+  calls as the library makes them (`carried_calls`): C and the workspace left as the last call
+  left them, the same inputs a random number of times, then one element of A moved, each checked.
 - determinism: identical inputs, outputs equal bit for bit.
 - timing: offline and server beside the baselines, on distinct input sets in one arena (the
   baselines' own buffers in another). Before every replay (offline) or call (server) of every
@@ -127,6 +130,7 @@ class Trial:
     arena: buffers.Arena
     ws_bytes: int
     drawn: tuple[str, str, int] = ("", "", 0)   # (A's dist, B's dist, seed) of the last fill
+    nudged: tuple[int, int] | None = None        # (row, column) of A moved by `nudge` since that fill
 
     NAMES = ("A", "B", "C", "the workspace")
 
@@ -148,14 +152,33 @@ class Trial:
         da, db = TRIAL_DISTS.get(dist, (dist, dist))
         buffers.fill(self.a, da, seed)
         buffers.fill(self.b, db, seed + 1)
-        self.drawn = (da, db, seed)
+        self.drawn, self.nudged = (da, db, seed), None
         return seed
 
+    def nudge(self) -> None:
+        """Move one element of A, at a random place, by 2 (towards zero): one output row changes by
+        twice a column of B, far past the tolerance, while a key sampled from A most likely misses it."""
+        r, k = random.SystemRandom().randrange(self.p.M), random.SystemRandom().randrange(self.p.K)
+        _nudge(self.a, r, k)
+        self.nudged = (r, k)
+
     def inputs_intact(self) -> bool:
-        """A and B still hold what their seed gives (regenerated now: no copy of them existed
-        where the call could reach it)."""
+        """A and B still hold what their seed gives, and the nudge since (regenerated now: no copy of
+        them existed where the call could reach it)."""
         da, db, seed = self.drawn
-        return buffers.matches(self.a, da, seed) and buffers.matches(self.b, db, seed + 1)
+        if self.nudged is None:
+            ok_a = buffers.matches(self.a, da, seed)
+        else:
+            want = cp.empty_like(self.a)
+            buffers.fill(want, da, seed)
+            _nudge(want, *self.nudged)
+            ok_a = bool((self.a.view(cp.uint16) == want.view(cp.uint16)).all())
+        return ok_a and buffers.matches(self.b, db, seed + 1)
+
+
+def _nudge(a: cp.ndarray, r: int, k: int) -> None:
+    v = a[r, k]
+    a[r, k] = cp.where(v < 0, v + 2, v - 2)
 
 
 GAUSSIAN_DISTS = ("normal", "uniform", "cancel")
@@ -279,12 +302,14 @@ class Judge:
                                      f"{self.cfg.verify.max_workspace_bytes}")
         return n
 
-    def call(self, t: Trial, stage: Stage) -> None:
-        """Random workspace and C, one call, wait for the device, then inputs and canaries checked."""
+    def call(self, t: Trial, stage: Stage, carried: bool = False) -> None:
+        """Random workspace and C, one call, wait for the device, then inputs and canaries checked.
+        `carried`: C and the workspace stay as the last call left them, as the library leaves them
+        (the chip is still scrubbed: the harness's own work since that call ran there)."""
         v = self.cfg.verify
-        # Fresh workspace bytes and C values (a new key: they never repeat between calls).
         a, b, c, w = t.ptrs
-        guards.Guard([t.c], t.p.K, ws=[w], ws_bytes=t.ws_bytes).prep()
+        if not carried:   # fresh workspace bytes and C values (a new key: they never repeat between calls)
+            guards.Guard([t.c], t.p.K, ws=[w], ws_bytes=t.ws_bytes).prep()
         scrub_chip()   # nothing an earlier call left in shared or local memory or registers
         release_memory()  # nor in a free block of the pool
         # The L2 as a timed call finds it: C just written by the prep but flushed out, so no call
@@ -360,6 +385,7 @@ class Judge:
                     seed = t.fill("normal")  # new contents, same pointers
                     self.call(t, Stage.REPEAT)
                     self.tolerance_check(t.a, t.b, t.c, vendor, Stage.REPEAT, key, call=r, seed=seed)
+                self.carried_calls(t, vendor, key)
                 seed = t.fill("normal")
                 self.call(t, Stage.DETERMINISM)
                 first = t.c.copy()
@@ -372,6 +398,25 @@ class Judge:
                                                         "outputs on identical inputs (a race or order-dependent "
                                                         "reduction)")
         del t
+
+    def carried_calls(self, t: Trial, vendor, key: str) -> None:
+        """Calls as the library makes them (review 53): its C and workspace come from the caching
+        allocator as the last call left them, which every other call here rewrites first. A call,
+        then 1 to `carry_calls` carried calls on the same inputs (their number drawn now), then one
+        more after an element of A moved (`Trial.nudge`); each output checked in full. A memo of C
+        kept in the workspace or in C, keyed on pointers or on sampled contents, answers the last
+        call with the stale result and fails here. What it does not catch: a memo that waits for more
+        identical calls than were made (it gains nothing where speed is measured: the judge rewrites
+        the workspace and C, the product bench feeds every timed call new contents)."""
+        seed = t.fill("normal")
+        self.call(t, Stage.REPEAT)
+        self.tolerance_check(t.a, t.b, t.c, vendor, Stage.REPEAT, key, carried=0, seed=seed)
+        same = random.SystemRandom().randint(1, self.cfg.verify.carry_calls)
+        for r in range(1, same + 2):
+            if r == same + 1:
+                t.nudge()
+            self.call(t, Stage.REPEAT, carried=True)
+            self.tolerance_check(t.a, t.b, t.c, vendor, Stage.REPEAT, key, carried=r, seed=seed, nudged=t.nudged)
 
     def tolerance_check(self, a, b, c, vendor, stage: Stage, key: str, ratio: float | None = None, **info) -> None:
         self.cublas.tn(a, b, vendor)

@@ -6,7 +6,10 @@ Guarantees:
 - every entry's shape is measured, and each extra shape given (`shapes`: e.g. the dev set, whose
   shapes without an entry measure what a user pays there, the vendor through the library), on
   Gaussian inputs (never zeros), after checking that the two
-  agree. With `serve_all` this process serves every entry, whatever the manifest says, so the
+  agree; every timed call reads A contents no earlier call read (`feed.Feed`, review 53: the
+  library leaves C and the workspace as the last call left them, so a memo there must find
+  nothing to reuse), and what our timed calls returned is checked after each timed round
+  (`timed_checks`; a failure clears `agree`, so `record` serves nothing). With `serve_all` this process serves every entry, whatever the manifest says, so the
   bench can decide what is served; without it, what the manifest serves, as a user gets it (the
   vendor's shapes then measure the fallback's cost). Whether the library call ran the entry's
   kernel (`lib.stats()`) is recorded beside each ratio;
@@ -44,6 +47,8 @@ import math
 import statistics
 import time
 from pathlib import Path
+
+from cudal2.library.feed import Feed, pool_size
 
 BANDS = ((0, 30, "below 2^30"), (30, 36, "2^30-2^35"), (36, 99, "2^36 and above"))
 
@@ -146,20 +151,32 @@ def lone(clock, f) -> float:
     return clock.time(f)
 
 
-def modes(clock, ours, theirs, rounds: int, calls: int, use=None, flushed_rounds: int | None = None) -> dict:
+def modes(clock, ours, theirs, rounds: int, calls: int, use=None, flushed_rounds: int | None = None,
+          feed=None) -> dict:
     """The three modes as paired ratios t(theirs) / t(ours): eager (`calls` back-to-back calls),
     graph (the same calls, captured afresh each round, replayed), flushed (one call after an L2
     flush and an idle GPU; `flushed_rounds` rounds, by default 3x the rounds, since one call is
     noisier). `use(f)`, when given, runs
     before every use of caller f and outside its timing (e.g. making f's library the dispatcher's). A
     caller that cannot be captured (cupy's cuBLAS in some versions) gives `graph` None and the
-    reason in `graph_error`."""
+    reason in `graph_error`. With a `feed` (`feed.Feed`, whose callers `ours` and `theirs` are),
+    each timing, once its graph is captured, is preceded by `feed.fresh()` and followed by
+    `feed.check()`, both untimed: no timed call sees contents an earlier call saw, and what `ours`
+    returned in every timed round is compared with the reference."""
     use = use or (lambda f: None)
 
-    def timed(run_one):
+    def timed(make, measure=clock.time):
         def one(f):
             use(f)
-            return run_one(f)
+            if feed:
+                feed.begin()
+            work = make(f)   # a graph is captured and replayed once here, on the contents before...
+            if feed:
+                feed.fresh()  # ...these, which only the timed calls see
+            t = measure(work)
+            if feed:
+                feed.check()
+            return t
         return one
 
     row: dict = {}
@@ -169,18 +186,18 @@ def modes(clock, ours, theirs, rounds: int, calls: int, use=None, flushed_rounds
         row[mode] = paired[0]
         row[f"{mode}_us"] = {"ours": 1e3 * paired[1] / per, "theirs": 1e3 * paired[2] / per}
 
-    record("eager", _paired(ours, theirs, rounds, timed(lambda f: clock.time(lambda: many(f, calls)))), calls)
+    record("eager", _paired(ours, theirs, rounds, timed(lambda f: lambda: many(f, calls))), calls)
     try:
         # Each round captures its own graphs: where a replay's time moves with the capture (its
         # pool's addresses), one capture per side read as a steady ±3% at a 20 µs call, A/A
         # (eval/aa_probe.py); a capture per round puts that spread inside the median. The clock
         # replays each new graph once untimed: timed, its upload favoured the side with fewer nodes.
-        record("graph", _paired(ours, theirs, rounds,
-                                timed(lambda f: clock.time(clock.graph(lambda: many(f, calls))))), calls)
+        record("graph", _paired(ours, theirs, rounds, timed(lambda f: clock.graph(lambda: many(f, calls)))), calls)
     except Exception as err:  # noqa: BLE001  recorded: the mode is missing, not the shape
         row["graph"], row["graph_error"] = None, f"{type(err).__name__}: {err}".splitlines()[0]
 
-    record("flushed", _paired(ours, theirs, flushed_rounds or 3 * rounds, timed(lambda f: lone(clock, f))), 1)
+    record("flushed", _paired(ours, theirs, flushed_rounds or 3 * rounds,
+                              timed(lambda f: f, measure=lambda f: lone(clock, f))), 1)
     return row
 
 
@@ -198,6 +215,37 @@ def _torch_inputs(torch, M: int, N: int, K: int):
 
 def _agreement(err: float, scale: float) -> dict:
     return {"max_abs_diff": err, "agree": err <= 2e-2 * (scale or 1.0) + 1e-2}
+
+
+def torch_feed(torch, A, W, calls: int) -> Feed:
+    """A pool of A-shaped tensors (A the first) for a round of `calls` calls against W, refilled
+    with fresh Gaussian values before every timed region; checked against F.linear."""
+    pool = [A] + [torch.empty_like(A) for _ in range(pool_size(calls, A.numel() * A.element_size()) - 1)]
+
+    def fill(a, seed):
+        a.normal_(generator=torch.Generator(device=a.device).manual_seed(seed))
+
+    def agree(got, want):
+        want = want.float()
+        return _agreement(float((got.float() - want).abs().max()), float(want.abs().max()))["agree"]
+    feed = Feed(pool, fill, lambda a: torch.nn.functional.linear(a, W), agree)
+    feed.fresh()
+    return feed
+
+
+def cupy_feed(cp, A, B, calls: int) -> Feed:
+    """The same for cupy arrays, checked against cupy.matmul."""
+    pool = [A] + [cp.empty_like(A) for _ in range(pool_size(calls, A.nbytes) - 1)]
+
+    def fill(a, seed):
+        a[...] = cp.random.default_rng(seed).standard_normal(a.shape, dtype=cp.float32)
+
+    def agree(got, want):
+        g32, w32 = got.astype(cp.float32), want.astype(cp.float32)
+        return _agreement(float(cp.abs(g32 - w32).max()), float(cp.abs(w32).max()))["agree"]
+    feed = Feed(pool, fill, lambda a: cp.matmul(a, B.T), agree)
+    feed.fresh()
+    return feed
 
 
 # An eager or graph round of long calls stops growing past this (calls_for). Rounds of ~80 ms (50
@@ -229,14 +277,18 @@ def pace(clock, theirs, rounds: int, calls: int) -> dict:
     return {"calls": used, "rounds": rounds_for(rounds, calls, used), "flushed_rounds": 3 * rounds}
 
 
-def paced_modes(clock, ours, theirs, rounds: int, calls: int, use=None) -> dict:
+def paced_modes(clock, ours, theirs, rounds: int, calls: int, use=None, feed=None) -> dict:
     """`pace` at the vendor's (`theirs`) call time, then `modes` with those rounds: the row's
     `calls`, `rounds`, `flushed_rounds` and its three modes. `use(theirs)` runs first when given,
-    so the pacing call is made as the timed ones are."""
+    so the pacing call is made as the timed ones are. With a `feed`, a round has at most as many
+    calls as its pool has tensors, and the row counts the timed rounds of `ours` checked and failed."""
     if use:
         use(theirs)
-    paced = pace(clock, theirs, rounds, calls)
-    return {**paced, **modes(clock, ours, theirs, use=use, **paced)}
+    paced = pace(clock, theirs, rounds, min(calls, len(feed.pool)) if feed else calls)
+    row = {**paced, **modes(clock, ours, theirs, use=use, feed=feed, **paced)}
+    if feed:
+        row["timed_checks"] = {"rounds": feed.checks, "failed": feed.failures}
+    return row
 
 
 def ran(before: dict[str, int], after: dict[str, int], eid: str | None) -> dict:
@@ -254,8 +306,9 @@ def measure_shape(torch, lib, M: int, N: int, K: int, rounds: int, calls: int, f
     import cudal2
     F = torch.nn.functional
     A, W = _torch_inputs(torch, M, N, K)
-    ours = lambda: cudal2.linear(A, W)  # noqa: E731  the public API
-    theirs = lambda: F.linear(A, W)     # noqa: E731
+    feed = torch_feed(torch, A, W, calls)
+    ours = feed.caller(lambda a: cudal2.linear(a, W), checked=True)  # the public API
+    theirs = feed.caller(lambda a: F.linear(a, W))
     before = dict(lib.stats()["hits"])
     got, want = ours(), theirs()
     torch.cuda.synchronize()
@@ -265,7 +318,8 @@ def measure_shape(torch, lib, M: int, N: int, K: int, rounds: int, calls: int, f
     for _ in range(3):   # warm-up, both
         ours(), theirs()
     clock = TorchClock(torch, flush)
-    row.update(paced_modes(clock, ours, theirs, rounds, calls))
+    row.update(paced_modes(clock, ours, theirs, rounds, calls, feed=feed))
+    row["agree"] = row["agree"] and feed.failures == 0
     if M <= DECODE_M:
         row["copy"] = copy_rate(torch, clock, W, rounds, row["calls"], row)
     return row
@@ -308,8 +362,9 @@ def measure_shape_cupy(cp, lib, M: int, N: int, K: int, rounds: int, calls: int,
         return cp.random.default_rng(seed).standard_normal(shape, dtype=cp.float32).astype(cp.float16)
 
     A, B = _inputs(M, N, K, randn)
-    ours = lambda: cudal2.matmul(A, B)     # noqa: E731  the public API, cupy in and out
-    theirs = lambda: cp.matmul(A, B.T)     # noqa: E731
+    feed = cupy_feed(cp, A, B, calls)
+    ours = feed.caller(lambda a: cudal2.matmul(a, B), checked=True)   # the public API, cupy in and out
+    theirs = feed.caller(lambda a: cp.matmul(a, B.T))
     before = dict(lib.stats()["hits"])
     got, want = ours(), theirs()
     cp.cuda.Device().synchronize()
@@ -319,7 +374,9 @@ def measure_shape_cupy(cp, lib, M: int, N: int, K: int, rounds: int, calls: int,
            **_agreement(err, scale)}
     for _ in range(3):
         ours(), theirs()
-    return {**row, **paced_modes(CupyClock(cp, flush), ours, theirs, rounds, calls)}
+    row.update(paced_modes(CupyClock(cp, flush), ours, theirs, rounds, calls, feed=feed))
+    row["agree"] = row["agree"] and feed.failures == 0
+    return row
 
 
 def compare_libraries(torch, a, b, M: int, N: int, K: int, rounds: int, calls: int, flush) -> dict:

@@ -1,0 +1,122 @@
+"""The product bench gives every timed call operands no earlier call saw, and checks what our
+timed calls returned (review 53: a memo kept where the library, unlike the judge, leaves state
+between calls read faster than any GEMM on a bench that repeated one call)."""
+
+from cudal2.library import feed as fd
+from cudal2.library import product_bench as pb
+
+
+class Tensor:
+    """A stand-in operand: its contents are the seed of its last fill."""
+    def __init__(self):
+        self.contents = None
+
+
+class CostClock:
+    """Time is the cost its callers add; a 'graph' replays the work it was given, captured by
+    running it once (as TorchClock's capture runs the calls)."""
+    def __init__(self):
+        self.spent = 0.0
+
+    def time(self, work):
+        start = self.spent
+        work()
+        return self.spent - start
+
+    def idle_cold(self):
+        pass
+
+    def graph(self, work):
+        work()
+        return work
+
+
+def make_feed(n):
+    return fd.Feed([Tensor() for _ in range(n)], fill=lambda a, seed: setattr(a, "contents", seed),
+                   reference=lambda a: ("C", a.contents), agree=lambda got, want: got == want)
+
+
+def vendor(clock):
+    def gemm(a):
+        clock.spent += 1.0
+        return ("C", a.contents)
+    return gemm
+
+
+def memo_kernel(clock):
+    """Honest speed on new contents (1 ms), a tenth of it on contents it has seen."""
+    seen = set()
+
+    def gemm(a):
+        clock.spent += 0.1 if a.contents in seen else 1.0
+        seen.add(a.contents)
+        return ("C", a.contents)
+    return gemm
+
+
+def test_a_memo_of_earlier_inputs_reads_at_its_honest_speed():
+    clock, feed = CostClock(), make_feed(4)
+    feed.fresh()
+    ours, theirs = feed.caller(memo_kernel(clock), checked=True), feed.caller(vendor(clock))
+    row = pb.modes(clock, ours, theirs, rounds=3, calls=4, feed=feed)
+    assert row["eager"] == row["graph"] == row["flushed"] == 1.0
+
+
+def test_without_fresh_inputs_the_same_memo_would_read_as_a_win():
+    # the control: the bench as it was (one tensor, one content) is what the memo exploited
+    clock, feed = CostClock(), make_feed(4)
+    feed.fresh()
+    ours, theirs = feed.caller(memo_kernel(clock), checked=True), feed.caller(vendor(clock))
+    assert pb.modes(clock, ours, theirs, rounds=3, calls=4)["graph"] > 1.5
+
+
+def test_no_call_of_a_round_sees_contents_an_earlier_call_saw():
+    seen, repeats = set(), []
+    clock, feed = CostClock(), make_feed(5)
+    feed.fresh()
+
+    def record(a):
+        repeats.append(a.contents in seen)
+        seen.add(a.contents)
+        return ("C", a.contents)
+    ours = feed.caller(record, checked=True)
+    theirs = feed.caller(vendor(clock))
+    calls_before = len(repeats)
+    timed = []
+    for _ in range(3):   # what modes does around each timing: capture, fresh, time
+        feed.begin()
+        replay = clock.graph(lambda: pb.many(ours, 5))
+        feed.fresh()
+        n = len(repeats)
+        replay()
+        timed += repeats[n:]
+    assert calls_before == 0 and len(timed) == 15 and not any(timed)
+
+
+def test_a_kernel_that_goes_wrong_in_the_timed_calls_is_caught():
+    clock, feed = CostClock(), make_feed(4)
+    feed.fresh()
+    calls = [0]
+
+    def late_wrong(a):
+        calls[0] += 1
+        clock.spent += 0.5
+        return ("C", a.contents) if calls[0] <= 2 else ("C", None)
+    ours, theirs = feed.caller(late_wrong, checked=True), feed.caller(vendor(clock))
+    row = pb.paced_modes(clock, ours, theirs, rounds=3, calls=4, feed=feed)
+    assert row["timed_checks"]["failed"] > 0 and row["timed_checks"]["rounds"] == 3 + 3 + 9
+
+
+def test_the_vendors_turn_checks_nothing():
+    clock, feed = CostClock(), make_feed(3)
+    feed.fresh()
+    ours = feed.caller(vendor(clock), checked=True)
+    theirs = feed.caller(lambda a: ("C", "wrong"))
+    pb.modes(clock, ours, theirs, rounds=2, calls=3, feed=feed)
+    assert feed.failures == 0 and feed.checks == 2 + 2 + 6
+
+
+def test_the_pool_fits_its_budget_and_holds_at_least_three():
+    assert fd.pool_size(50, 1000) == 50
+    assert fd.pool_size(50, fd.POOL_BYTES // 10) == 10
+    assert fd.pool_size(50, fd.POOL_BYTES) == 3
