@@ -33,6 +33,16 @@ def test_record_serves_only_entries_that_ran_agreed_and_won_everywhere(tmp_path)
     assert kept["entries"][0]["measured"]["bench"]["kind"] == "product"
 
 
+def test_a_mode_that_could_not_be_measured_serves_nothing_and_keeps_the_library_readable(tmp_path):
+    # a graph capture that failed leaves "graph": None; recorded as a speedup it made the whole
+    # manifest unreadable (review 53)
+    folder = tmp_path / "sm90"
+    shutil.copytree(LIB, folder)
+    a = manifest.read(folder)[0]
+    pb.record(folder, [{"id": a.id, "kernel_ran": True, "agree": True, "eager": 1.3, "graph": None, "flushed": 1.2}])
+    assert a.id not in {e.id for e in Library(folder, serve_margin=0.02).served}
+
+
 def test_new_picks_only_the_entries_no_product_bench_has_measured(tmp_path):
     folder = tmp_path / "sm90"
     shutil.copytree(LIB, folder)

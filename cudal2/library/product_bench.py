@@ -530,13 +530,20 @@ def geomeans(rows: list[dict], api: str = "torch", shapes=()) -> dict[str, dict[
     return out
 
 
+MODES = ("eager", "graph", "flushed")
+
+
 def record(folder: Path, rows: list[dict]) -> int:
     """Record each measured entry's product-path speedups into the manifest (`manifest.record_bench`);
-    an entry whose kernel did not run or disagreed gets none: not served."""
+    an entry whose kernel did not run, disagreed, or lacks a mode (a graph that could not be
+    captured records None, which the manifest's reader refuses) gets none: not served."""
     from cudal2.library import manifest
-    return manifest.record_bench(folder, {r["id"]: {"kind": "product", "speedup": (
-        {m: r[m] for m in ("eager", "graph", "flushed")} if r["kernel_ran"] and r["agree"] else {})}
-        for r in rows if "id" in r and r.get("api", "torch") == "torch"})
+
+    def speedup(r: dict) -> dict:
+        whole = r["kernel_ran"] and r["agree"] and all(r.get(m) is not None for m in MODES)
+        return {m: r[m] for m in MODES} if whole else {}
+    return manifest.record_bench(folder, {r["id"]: {"kind": "product", "speedup": speedup(r)}
+                                          for r in rows if "id" in r and r.get("api", "torch") == "torch"})
 
 
 if __name__ == "__main__":
