@@ -116,7 +116,8 @@ def test_the_vendors_turn_checks_nothing():
     assert feed.failures == 0 and feed.checks == 2 + 2 + 6
 
 
-def test_the_pool_fits_its_budget_and_holds_at_least_three():
-    assert fd.pool_size(50, 1000) == 50
-    assert fd.pool_size(50, fd.POOL_BYTES // 10) == 10
-    assert fd.pool_size(50, fd.POOL_BYTES) == 3
+def test_the_pool_fits_a_quarter_of_the_l2_and_holds_at_least_three():
+    l2 = 50 << 20
+    assert fd.pool_size(50, 1000, l2) == 50
+    assert fd.pool_size(50, l2 // 40, l2) == 10
+    assert fd.pool_size(50, l2, l2) == 3

@@ -160,3 +160,27 @@ def test_library_verify_passes_the_shipped_cubins_and_fails_a_wrong_one(tmp_path
                for e in manifest.read(tmp_path, check_binaries=False)]
     manifest.write(tmp_path, entries)
     assert verify_entries(Library(tmp_path, serve_margin=None), Config(), "gpu", Console(quiet=True)) == ["naive"]
+
+
+def test_a_memo_where_the_library_keeps_state_gains_nothing_on_the_product_bench(tmp_path, monkeypatch):
+    # review 53: the library leaves C and the workspace as the last call left them; a memo there
+    # (bad/zz53: a full-hash memo on top of the honest tiled kernel) read far faster than any GEMM
+    # while the bench repeated one call. With fresh contents for every timed call it reads no faster
+    # than the same kernel without the memo, and every timed round of both agrees with F.linear.
+    import torch
+
+    import cudal2
+    from cudal2.library import product_bench as pb
+    add(tmp_path, "honest", "good/tiled_v2.cu", 256, 512, 1024)
+    add(tmp_path / "memo", "memo", "bad/zz53_workspace_memo_full_hash.cu", 256, 512, 1024)
+    flush = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size, dtype=torch.uint8, device="cuda")
+    rows = {}
+    for name, folder in (("honest", tmp_path), ("memo", tmp_path / "memo")):
+        lib = Library(folder)
+        monkeypatch.setattr(cudal2.library, "_default", lib)
+        rows[name] = pb.measure_shape(torch, lib, 256, 512, 1024, rounds=5, calls=10, flush=flush, eid=name)
+    for row in rows.values():
+        assert row["kernel_ran"] and row["agree"], row
+        assert row["timed_checks"]["rounds"] == 5 + 5 + 15 and row["timed_checks"]["failed"] == 0
+    for mode in ("eager", "graph", "flushed"):
+        assert rows["memo"][mode] < 1.1 * rows["honest"][mode], (mode, rows)
