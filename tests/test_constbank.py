@@ -83,7 +83,7 @@ def test_an_instruction_outside_every_kernel_is_refused():
                                   "zz_ring_tail_counter.cu", "zz_pm_counter.cu", "zz_tmap_cache_counter.cu",
                                   "zz26_stale_flush_pointer_discard.cu", "zz29_discard_generic_l2.cu",
                                   "zz29_stale_pointer_ld_lu.cu", "zz31_ldlu_intrinsic.cu",
-                                  "zz31_ld_lu_generic_vector.cu"])
+                                  "zz31_ld_lu_generic_vector.cu", "zz53_param_padding_read.cu"])
 def test_the_machine_code_rule_stands_without_the_ptx_rules(tmp_path, monkeypatch, name):
     # Nine PTX-rule bypasses were found by spelling; with that layer off, the cubin is still refused
     # (the last six by following the parameter bank's address, `paramflow`).
@@ -105,3 +105,19 @@ def test_parameter_sizes_come_from_the_cubin(tmp_path):
     assert r.ok, r.reason
     sizes = constbank.param_sizes(open(r.lib_path, "rb").read())
     assert sizes == {"naive_gemm_v2": 3 * 8 + 3 * 4}   # A, B, C and M, N, K
+
+
+def test_a_read_of_the_padding_between_parameters_is_refused():
+    # k(int M, const __half* A): bytes 4..7 hold no parameter (review 53)
+    owned = {"k": frozenset(range(0, 4)) | frozenset(range(8, 16))}
+    ok = constbank.check({"k": listing("LDC R4, c[0x0][0x210]", "LDC.64 R6, c[0x0][0x218]", "EXIT")}, {"k": 16}, owned)
+    bad = constbank.check({"k": listing("LDC R4, c[0x0][0x214]", "EXIT")}, {"k": 16}, owned)
+    wide = constbank.check({"k": listing("LDC.64 R4, c[0x0][0x210]", "EXIT")}, {"k": 16}, owned)
+    assert ok == [] and len(bad) == 1 and "no parameter holds" in bad[0] and len(wide) == 1
+
+
+def test_the_bytes_each_parameter_holds_come_from_the_cubin(tmp_path):
+    r = build((KERNELS / "good" / "naive_v2.cu").read_text(), BuildConfig(cache_dir=str(tmp_path)))
+    assert r.ok, r.reason
+    assert constbank.param_bytes(open(r.lib_path, "rb").read()) == {"naive_gemm_v2": frozenset(range(36))}
+

@@ -193,3 +193,12 @@ def test_reads_of_the_parameter_banks_driver_words_fail_the_build(tmp_path, name
     from .conftest import KERNELS
     r = build((KERNELS / "bad" / name).read_text(), BuildConfig(cache_dir=str(tmp_path)))
     assert not r.ok and r.stage == "build"
+
+
+def test_a_tma_descriptor_must_be_a_tensor_map_parameter(tmp_path):
+    # review 53: an int parameter's address named as a descriptor makes the arguments after it one
+    from .conftest import KERNELS
+    forged = build((KERNELS / "bad" / "zz53_forged_tensor_map.cu").read_text(), BuildConfig(cache_dir=str(tmp_path)))
+    honest = build((KERNELS / "good" / "tma_v2.cu").read_text(), BuildConfig(cache_dir=str(tmp_path)))
+    assert not forged.ok and "tensor-map parameter" in forged.reason
+    assert honest.ok, honest.reason

@@ -13,7 +13,8 @@ Guarantees:
   kind, each constant read it does not allow: any bank but 0, a bindless bank (`cx[...]`), an
   index register (other than RZ/URZ), a read below the parameters outside DRIVER_WORDS (`%gridid`
   at 0x30 and the constant bank's address at 0xd0 among them), a read past the kernel's own
-  parameters (their size from the cubin's CBANK_PARAM_SIZE record); and a read of either window's
+  parameters (their size from the cubin's CBANK_PARAM_SIZE record), a read of padding between
+  them (a byte no KPARAM_INFO record gives a parameter: review 53's pad_collision); and a read of either window's
   base (the local one at 0x20, the shared one from `SR_SWINHI`/`SR_SWINLO`), from which a
   constant offset reaches the parameter bank, and any test of an address's space (`QSPC`, from
   `isspacep`), which finds a window's base by search; and the performance monitors (`SR_PM*`
@@ -111,6 +112,23 @@ def param_sizes(data: bytes) -> dict[str, int]:
     return out
 
 
+def param_bytes(data: bytes) -> dict[str, frozenset[int]]:
+    """The bytes of each kernel's parameter space that belong to a parameter, as offsets from the
+    first (the KPARAM_INFO records: ordinal u16 and offset u16 after a u32 index, then a word whose
+    bits 18-31 are the size, as cuobjdump -elf reads them). The padding between parameters is in
+    no parameter: what the driver leaves there is no argument the harness gave (review 53)."""
+    out = {}
+    for name, k in Cubin.from_bytes(data).kernels.items():
+        got: set[int] = set()
+        for a in k.attrs:
+            if a.name == "KPARAM_INFO" and len(a.payload) >= 12:
+                off = int.from_bytes(a.payload[6:8], "little")
+                size = int.from_bytes(a.payload[8:12], "little") >> 18
+                got.update(range(off, off + size))
+        out[name] = frozenset(got)
+    return out
+
+
 def _width(insn: str) -> int:
     """Bytes a constant operand of `insn` covers: by the opcode's suffix, 8 for double-precision
     arithmetic (its operands are register pairs), else 4."""
@@ -132,8 +150,10 @@ def _offset(index: str) -> int | None:
     return off
 
 
-def check(listings: dict[str, Listing], params: dict[str, int]) -> list[str]:
-    """What the disassembled cubin reads from constant memory that it may not, one line per kind."""
+def check(listings: dict[str, Listing], params: dict[str, int],
+          owned: dict[str, frozenset[int]] | None = None) -> list[str]:
+    """What the disassembled cubin reads from constant memory that it may not, one line per kind;
+    with `owned` (`param_bytes`), also a read of a parameter space byte no parameter holds."""
     bad: dict[str, str] = {}
     reads = []
     for kernel, lst in listings.items():
@@ -178,6 +198,10 @@ def check(listings: dict[str, Listing], params: dict[str, int]) -> list[str]:
                 if off + _width(insn) > PARAM_BASE + params[kernel]:
                     bad.setdefault("past", f"`{insn}` in {kernel} reads past its {params[kernel]} bytes of "
                                            "parameters")
+                elif owned is not None and not all(b - PARAM_BASE in owned.get(kernel, ()) for b in
+                                                   range(off, off + _width(insn))):
+                    bad.setdefault("padding", f"`{insn}` in {kernel} reads bytes at 0x{off:x} of the parameter "
+                                              "bank that no parameter holds (padding between parameters)")
             elif not all(b in _ALLOWED for b in range(off, off + _width(insn))):
                 what = REFUSED_NAMES.get(off, "a driver word")
                 bad.setdefault("driver", f"`{insn}` in {kernel} reads {what} at 0x{off:x} of the parameter bank, "
@@ -194,4 +218,4 @@ def violations(path: str | Path) -> list[str]:
         listings = disasm.disassemble(data)
     except disasm.UNREADABLE as e:
         return [f"the machine code could not be checked ({str(e).splitlines()[0][:300]})"]
-    return check(listings, params) + paramflow.check(listings) + sassdesc.check(listings)
+    return check(listings, params, param_bytes(data)) + paramflow.check(listings) + sassdesc.check(listings)
