@@ -120,3 +120,13 @@ def test_the_exact_comparison_counts_a_nan_output_once():
     out, ref = cp.ones((4, 4), cp.float16), cp.ones((4, 4), cp.float64)
     out[0, 0], out[1, 1] = cp.nan, 2
     assert compare.exact(out, ref) == (False, {"mismatches": 2, "elements": 16})
+
+
+def test_a_memo_kept_where_the_library_keeps_state_fails_in_the_carried_calls(evaluator):
+    # review 53: m3 keys its memo on pointers and 256 sampled elements; the carried calls leave C and
+    # the workspace alone, so it answers the call after the nudge with the stale C
+    (r,) = evaluator.evaluate([cand("bad", "m3_workspace_memo.cu", "v2")], SHAPE)
+    assert not r.ok and r.stage == Stage.REPEAT, (r.stage, r.reason)
+    (honest,) = evaluator.evaluate([cand("good", "splitk_v2.cu")], SHAPE)   # a workspace kept honestly
+    carried = [c for c in honest.checks[str(SHAPE)]["repeat"] if "carried" in c]
+    assert honest.ok and len(carried) >= 3 and carried[-1]["nudged"], honest.reason
