@@ -73,7 +73,7 @@ def test_a_long_copy_chain_of_a_parameter_address_is_read_in_linear_time():
     body = "mov.b64 q0, k_param_0;\n" + "".join(f"mov.b64 q{i + 1}, q{i};\n" for i in range(n)) + \
         "cvta.param.u64 g, q7;\n"
     cls = _classes(_statements(body), {"k_param_0": 8})
-    assert cls[f"q{n}"] == "P:k_param_0" and cls["g"] == "G" and len(cls) == n + 2
+    assert cls[f"q{n}"] == "P:k_param_0" and cls["g"] == "G:k_param_0" and len(cls) == n + 2
 
 
 @pytest.mark.timeout(60)
