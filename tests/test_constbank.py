@@ -83,7 +83,8 @@ def test_an_instruction_outside_every_kernel_is_refused():
                                   "zz_ring_tail_counter.cu", "zz_pm_counter.cu", "zz_tmap_cache_counter.cu",
                                   "zz26_stale_flush_pointer_discard.cu", "zz29_discard_generic_l2.cu",
                                   "zz29_stale_pointer_ld_lu.cu", "zz31_ldlu_intrinsic.cu",
-                                  "zz31_ld_lu_generic_vector.cu", "zz53_param_padding_read.cu"])
+                                  "zz31_ld_lu_generic_vector.cu", "zz53_param_padding_read.cu",
+                                  "zz53_forged_tensor_map.cu"])
 def test_the_machine_code_rule_stands_without_the_ptx_rules(tmp_path, monkeypatch, name):
     # Nine PTX-rule bypasses were found by spelling; with that layer off, the cubin is still refused
     # (the last six by following the parameter bank's address, `paramflow`).

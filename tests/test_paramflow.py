@@ -380,3 +380,27 @@ def test_arithmetic_on_the_address_is_refused_even_into_a_tma_coordinate(arith):
     rows = (ULDC, "MOV R3, UR4 | UR4 | R3", arith, "R2UR UR6, R2 | R2 | UR6", "UTMALDG.2D [UR8], [UR6] | UR6 UR8 |", EXIT)
     bad = run(*rows)
     assert bad and arith.split("|")[0].strip() in bad[0], bad
+
+
+# --- the constant lands on a tensor-map parameter of the kernel (review 53) ---------------------
+
+def run_with(tmaps, *rows):
+    return paramflow.check({"k": listing(*rows)}, {"k": frozenset(tmaps)})
+
+
+@pytest.mark.parametrize("rows, at", [
+    ((ULDC, *DESC, TMA, EXIT), 0x70),                                              # offset, then carry
+    ((*VOTED, "@!UP0 " + TMA, EXIT), 0x170),                                       # ptxas's single-issue idiom
+    ((ULDC, "UIADD3 UR6, UP0, UR4, 0x40, URZ | UR4 | UR6 UP0", "UIADD3.X UR7, URZ, UR5, URZ, UP0, !UPT | UR5 UP0 | UR7",
+      "UIADD3 UR14, UP1, UR6, 0x30, URZ | UR6 | UR14 UP1", "UIADD3.X UR15, URZ, UR7, URZ, UP1, !UPT | UR7 UP1 | UR15",
+      TMA, EXIT), 0x70),                                                           # two offsets add up
+])
+def test_a_descriptor_must_land_on_a_tensor_map_parameter(rows, at):
+    assert run_with({at}, *rows) == []
+    bad = run_with({at + 0x80}, *rows)
+    assert len(bad) == 1 and hex(at) in bad[0] and "no tensor-map parameter" in bad[0], bad
+
+
+def test_a_descriptor_whose_constant_differs_by_path_is_refused():
+    rows = (ULDC, *DESC, "@P0 BRA `(.L_x_1) | P0", "UIADD3 UR14, UP0, UR4, 0xf0, URZ | UR4 | UR14 UP0", ".L_x_1:", TMA, EXIT)
+    assert run_with({0x70, 0xf0}, *rows)

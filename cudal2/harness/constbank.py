@@ -39,7 +39,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from cudal2.harness import paramflow, sassdesc
+from cudal2.harness import cubin, paramflow, sassdesc
 from cudal2.sass import disasm
 from cudal2.sass.cubin import Cubin
 from cudal2.sass.disasm import Listing
@@ -112,21 +112,27 @@ def param_sizes(data: bytes) -> dict[str, int]:
     return out
 
 
+def _params(data: bytes) -> dict[str, list[tuple[int, int]]]:
+    """(offset, size) of each kernel's parameters, offsets from the first (the KPARAM_INFO records:
+    ordinal u16 and offset u16 after a u32 index, then a word whose bits 18-31 are the size, as
+    cuobjdump -elf reads them)."""
+    return {name: [(int.from_bytes(a.payload[6:8], "little"), int.from_bytes(a.payload[8:12], "little") >> 18)
+                   for a in k.attrs if a.name == "KPARAM_INFO" and len(a.payload) >= 12]
+            for name, k in Cubin.from_bytes(data).kernels.items()}
+
+
 def param_bytes(data: bytes) -> dict[str, frozenset[int]]:
-    """The bytes of each kernel's parameter space that belong to a parameter, as offsets from the
-    first (the KPARAM_INFO records: ordinal u16 and offset u16 after a u32 index, then a word whose
-    bits 18-31 are the size, as cuobjdump -elf reads them). The padding between parameters is in
-    no parameter: what the driver leaves there is no argument the harness gave (review 53)."""
-    out = {}
-    for name, k in Cubin.from_bytes(data).kernels.items():
-        got: set[int] = set()
-        for a in k.attrs:
-            if a.name == "KPARAM_INFO" and len(a.payload) >= 12:
-                off = int.from_bytes(a.payload[6:8], "little")
-                size = int.from_bytes(a.payload[8:12], "little") >> 18
-                got.update(range(off, off + size))
-        out[name] = frozenset(got)
-    return out
+    """The bytes of each kernel's parameter space that belong to a parameter. The padding between
+    parameters is in no parameter: what the driver leaves there is no argument the harness gave
+    (review 53)."""
+    return {name: frozenset(b for off, size in ps for b in range(off, off + size)) for name, ps in _params(data).items()}
+
+
+def tensor_maps(data: bytes) -> dict[str, frozenset[int]]:
+    """The offsets of each kernel's 128-byte parameters: the tensor maps (`{"tmap"}`, a CUtensorMap;
+    no other argument of the launch vocabulary is that large), the only descriptors a TMA
+    instruction may name (`paramflow`)."""
+    return {name: frozenset(off for off, size in ps if size == cubin.TENSOR_MAP_BYTES) for name, ps in _params(data).items()}
 
 
 def _width(insn: str) -> int:
@@ -218,4 +224,5 @@ def violations(path: str | Path) -> list[str]:
         listings = disasm.disassemble(data)
     except disasm.UNREADABLE as e:
         return [f"the machine code could not be checked ({str(e).splitlines()[0][:300]})"]
-    return check(listings, params, param_bytes(data)) + paramflow.check(listings) + sassdesc.check(listings)
+    return (check(listings, params, param_bytes(data)) + paramflow.check(listings, tensor_maps(data))
+            + sassdesc.check(listings))

@@ -28,7 +28,9 @@ one `nvdisasm -c -hex -plr -lrm narrow` run, each word checked against the cubin
   may not read a register that may hold it at any point of the cubin, since the lane it reads
   may be elsewhere;
 - a TMA instruction whose descriptor (its last bracket) is not, on every path, the address plus
-  a constant (a must-analysis over the same graph, `_surely_transfer`): the tensor-memory unit
+  a constant, and (given the kernels' tensor-map offsets, `constbank.tensor_maps`) that constant
+  one of the kernel's 128-byte parameters, the same on every path (review 53: 32 int arguments
+  laid out as a descriptor) (a must-analysis over the same graph, `_surely_transfer`): the tensor-memory unit
   takes a descriptor from global memory too, and one the kernel wrote there is a channel no rule
   reads (the descriptor cache, the edited fields). ptxas issues TMA from one lane with a guarded
   offset, an `R2UR` under the guard and a `VOTEU` of the guard's predicate as the instruction's
@@ -289,80 +291,100 @@ def _neg(literal: str) -> str:
 _LANES = ("BRA", "EXIT", "RET", "CALL", "BREAK", "KILL", "WARPSYNC", "BSYNC")
 
 
+def _offset(s: _Step, src: int | None) -> int | None:
+    """What a move or constant offset (`_moves`) makes of a source holding the address plus `src`:
+    plus the immediates it adds (none for a move, `IMAD`'s addend for a multiply-add by zero);
+    unknown (None) for a carry-in add (`.X`, the high word's) or an unknown source."""
+    if src is None or ".X" in s.ins.opcode:
+        return None
+    imms = [op for op in s.ins.operands[1:] if re.fullmatch(r"-?0x[0-9a-f]+", op)]
+    if s.base == "IMAD":
+        imms = [op for op in s.ins.operands[3:4] if re.fullmatch(r"-?0x[0-9a-f]+", op)]
+    return src + sum(int(op, 16) for op in imms)
+
+
 def _surely_transfer(s: _Step, facts: frozenset) -> frozenset:
     """Facts on what holds the address plus a constant on every path (a must-analysis):
-    ("r", register, condition): it does wherever `condition` (a guard literal; None: always) held
-    when it was written, the condition's predicate unwritten since; for a uniform register written
-    by a guarded `R2UR`, wherever some active lane had it. ("v", UPk, kind, literal): UPk is the
+    ("r", register, condition, offset): it does wherever `condition` (a guard literal; None: always)
+    held when it was written, the condition's predicate unwritten since, the constant being
+    `offset` (None: not known); for a uniform register written by a guarded `R2UR`, wherever some
+    active lane had it. ("v", UPk, kind, literal): UPk is the
     `VOTEU.ALL`/`.ANY` of `literal` over the warp's lanes, neither rewritten since nor a lane lost.
     An unguarded load of the address, or a move or constant offset (`_moves`) of registers that
     hold it (all on one condition at most), makes what it writes hold it under its guard and that
     condition; any other write (a call's clobbers included) unmakes it, except where a guarded one
     leaves a fact taken under the opposite guard (not of a uniform register under a lane guard:
     that is the warp's one value, which any lane under the guard replaces)."""
-    regs = {(f[1], f[2]) for f in facts if f[0] == "r"}
+    regs = {(f[1], f[2], f[3]) for f in facts if f[0] == "r"}
     votes = {f for f in facts if f[0] == "v"}
     c = s.cond
     gen: str | None | bool = False   # False: nothing made; else the condition of what it makes
+    off: int | None = None           # the constant of what it makes
     if s.loads:
-        gen = c
+        gen, off = c, 0
     elif s.base in _PROPAGATE and "c[" not in s.text and _moves(s) and s.sources():
-        conds = [{x for r2, x in regs if r2 == r} for r in s.sources()]
+        conds = [{x for r2, x, _ in regs if r2 == r} for r in s.sources()]
         if all(conds):
             lits = set.intersection(*[cs for cs in conds if None not in cs] or [{None}])
             d = None if all(None in cs for cs in conds) else (min(lits, key=str) if lits else False)
             gen = False if d is False else (d if c is None else c if d in (None, c) else False)
+            srcs = {o for r2, _, o in regs if r2 in s.sources()}   # (one register source: `_moves`)
+            off = _offset(s, srcs.pop()) if len(srcs) == 1 else None
     out = set()
-    for r, x in regs:
+    for r, x, o in regs:
         if r not in s.may:
-            out.add((r, x))
+            out.add((r, x, o))
         elif c is not None and s.base != "CALL" and (
                 (x == _neg(c) and not (r.startswith("U") and not c.lstrip("!").startswith("U")))
                 or (x is None and gen is not False)):
             # where the guard fails the old value stays; but a uniform register written under a
             # lane predicate is the warp's one value, replaced if any lane had the guard
-            out.add((r, x))
+            out.add((r, x, o))
     if gen is not False:
-        out |= {(w, gen) for w in s.may}
+        out |= {(w, gen, off) for w in s.may}
     if preds := {w for w in s.may if "P" in w}:
-        out = {(r, x) for r, x in out if x is None or _pred(x) not in preds}
+        out = {(r, x, o) for r, x, o in out if x is None or _pred(x) not in preds}
         votes = {v for v in votes if v[1] not in preds and _pred(v[3]) not in preds}
     if s.base in _LANES and ".U" not in s.ins.opcode and not (s.base == "BRA" and s.cond is None):
         votes = set()
     if s.base == "VOTEU" and c is None and len(ops := s.ins.operands) == 2 and (
             kind := next((k for k in ("ALL", "ANY") if f".{k}" in s.ins.opcode), None)) and _pred(ops[1]) != ops[0]:
         votes.add(("v", ops[0], kind, ops[1]))
-    return frozenset({("r", r, x) for r, x in out} | votes)
+    return frozenset({("r", r, x, o) for r, x, o in out} | votes)
 
 
-def _sure(reg: str, guard: str | None, facts: frozenset) -> bool:
-    """Whether `reg` holds the address plus a constant where an instruction under `guard` runs: on
+def _sure(reg: str, guard: str | None, facts: frozenset) -> set[int | None] | None:
+    """The constants by which `reg` holds the address where an instruction under `guard` runs (on
     every path, or under the guard itself, or under a uniform predicate holding the same vote as
     the guard, or (a uniform register) under a lane predicate that the guard's vote says some lane
-    had."""
+    had): those of the facts that say so; None when none does."""
     votes = {f[1]: (f[2], f[3]) for f in facts if f[0] == "v"}
 
     def canon(lit: str):   # a uniform literal by the vote it holds, when one is known
         v = votes.get(_pred(lit))
         return (v[0], lit.startswith("!"), v[1]) if v else lit
 
+    got: set[int | None] = set()
     for f in facts:
         if f[0] != "r" or f[1] != reg:
             continue
         x = f[2]
         if x is None or (guard and canon(x) == canon(guard)):
-            return True
-        if guard and reg.startswith("UR") and isinstance(g := canon(guard), tuple):
+            got.add(f[3])
+        elif guard and reg.startswith("UR") and isinstance(g := canon(guard), tuple):
             # !ALL(l): some lane had !l; ANY(l): some lane had l
             if (g[0], g[1]) == ("ALL", True) and x == _neg(g[2]) or (g[0], g[1]) == ("ANY", False) and x == g[2]:
-                return True
-    return False
+                got.add(f[3])
+    return got or None
 
 
-def _unsure_descriptors(steps: list[_Step], succ: list[list[int]]) -> str:
+def _unsure_descriptors(steps: list[_Step], succ: list[list[int]],
+                        tmaps: dict[str, frozenset[int]] | None = None) -> str:
     """The first TMA instruction whose descriptor is not, on every path, the parameter bank's
     generic address plus a constant (a must-analysis over the graph: the meet is the intersection,
-    a function's first instruction starts from nothing)."""
+    a function's first instruction starts from nothing); with `tmaps` (the offsets of each kernel's
+    tensor-map parameters), also one whose constant is not known, or is not one of those offsets:
+    the bytes of other arguments, laid out as a descriptor, are not one the harness made (review 53)."""
     held_in: list[frozenset | None] = [None] * len(steps)   # None: not reached yet (the top)
     for k, s in enumerate(steps):
         if k == 0 or steps[k - 1].section != s.section:
@@ -379,15 +401,32 @@ def _unsure_descriptors(steps: list[_Step], succ: list[list[int]]) -> str:
                 held_in[t] = new
                 work.append(t)
     for k, s in enumerate(steps):
-        if s.base in _TMA and not all(_sure(r, s.cond, held_in[k] or frozenset()) for r in _descriptor(s)):
+        if s.base not in _TMA:
+            continue
+        facts = held_in[k] or frozenset()
+        regs = _descriptor(s)
+        if not all(_sure(r, s.cond, facts) is not None for r in regs):
             return (f"`{s.text}` in {s.section} names a TMA descriptor that is not, on every path, one of the "
                     "harness's parameters (the parameter bank's generic address plus a constant)")
+        if tmaps is not None and regs:
+            offs = _sure(_descriptor_base(s), s.cond, facts) or {None}
+            if not offs <= tmaps.get(s.section, frozenset()):
+                return (f"`{s.text}` in {s.section} names a TMA descriptor at the parameter bank's address plus "
+                        f"{', '.join('an unknown constant' if o is None else hex(o) for o in sorted(offs, key=str))}, "
+                        "where no tensor-map parameter of that kernel is")
     return ""
 
 
-def check(listings: dict[str, Listing]) -> list[str]:
+def _descriptor_base(s: _Step) -> str:
+    """The register a TMA instruction names for its descriptor's address (the low word of the pair)."""
+    brackets = [b for op in s.ins.operands if not op.startswith("desc[") for b in _BRACKET.findall(op)]
+    return re.search(r"U?R\d+", brackets[-1]).group()
+
+
+def check(listings: dict[str, Listing], tmaps: dict[str, frozenset[int]] | None = None) -> list[str]:
     """What the disassembled cubin does with the parameter bank's generic address that it may not,
-    and a TMA descriptor from anywhere else."""
+    and a TMA descriptor from anywhere else (with `tmaps`, from anywhere but a tensor-map parameter
+    of the kernel: `constbank.tensor_maps`)."""
     steps = [_step(ins, name) for name, lst in listings.items() for ins in lst.instrs]
     bad: dict[str, str] = {}
     for s in steps:
@@ -429,7 +468,7 @@ def check(listings: dict[str, Listing]) -> list[str]:
                                   "parameter bank's generic address or a value computed from it: it may only be "
                                   "moved, offset by constants and given to a TMA instruction")
             break
-    if unsure := _unsure_descriptors(steps, succ):
+    if unsure := _unsure_descriptors(steps, succ, tmaps):
         bad["descriptor"] = unsure
     return list(bad.values())
 

@@ -9,9 +9,10 @@
 // parameter bank's address plus a constant. Here the TMA sits under K < 0 (never taken): the file
 // shows the build, not a gain on the GPU (where a forged descriptor's fields could reach is what
 // zz31's refused policy bits and zz_tmap_cache_counter were about).
-// Closed at the PTX rule: a TMA instruction may name only a parameter of 128 bytes (a tensor map,
-// as the harness passes each {"tmap"} argument). Not closed at the machine-code layer: paramflow does
-// not carry the constant, so a spelling that got past the PTX rule would pass there.
+// Closed at both layers: the PTX rule lets a TMA instruction name only a parameter of 128 bytes (a
+// tensor map, as the harness passes each {"tmap"} argument), and the machine-code rule (paramflow)
+// carries the constant added to the parameter bank's address and asks that it be the offset of one
+// of the kernel's 128-byte parameters (their offsets from the cubin's KPARAM_INFO records).
 // Expected: build.
 /* cudal2-launch
 {
