@@ -5,6 +5,8 @@ between calls read faster than any GEMM on a bench that repeated one call)."""
 from cudal2.library import feed as fd
 from cudal2.library import product_bench as pb
 
+from .test_product_bench import _CostClock
+
 
 class Tensor:
     """A stand-in operand: its contents are the seed of its last fill."""
@@ -12,20 +14,9 @@ class Tensor:
         self.contents = None
 
 
-class CostClock:
+class CostClock(_CostClock):
     """Time is the cost its callers add; a 'graph' replays the work it was given, captured by
     running it once (as TorchClock's capture runs the calls)."""
-    def __init__(self):
-        self.spent = 0.0
-
-    def time(self, work):
-        start = self.spent
-        work()
-        return self.spent - start
-
-    def idle_cold(self):
-        pass
-
     def graph(self, work):
         work()
         return work
