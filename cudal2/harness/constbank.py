@@ -14,7 +14,7 @@ Guarantees:
   index register (other than RZ/URZ), a read below the parameters outside DRIVER_WORDS (`%gridid`
   at 0x30 and the constant bank's address at 0xd0 among them), a read past the kernel's own
   parameters (their size from the cubin's CBANK_PARAM_SIZE record), a read of padding between
-  them (a byte no KPARAM_INFO record gives a parameter: review 53's pad_collision); and a read of either window's
+  them (a byte no KPARAM_INFO record gives a parameter: review 53); and a read of either window's
   base (the local one at 0x20, the shared one from `SR_SWINHI`/`SR_SWINLO`), from which a
   constant offset reaches the parameter bank, and any test of an address's space (`QSPC`, from
   `isspacep`), which finds a window's base by search; and the performance monitors (`SR_PM*`
@@ -125,14 +125,16 @@ def param_bytes(data: bytes) -> dict[str, frozenset[int]]:
     """The bytes of each kernel's parameter space that belong to a parameter. The padding between
     parameters is in no parameter: what the driver leaves there is no argument the harness gave
     (review 53)."""
-    return {name: frozenset(b for off, size in ps for b in range(off, off + size)) for name, ps in _params(data).items()}
+    return {name: frozenset(b for off, size in ps for b in range(off, off + size))
+            for name, ps in _params(data).items()}
 
 
 def tensor_maps(data: bytes) -> dict[str, frozenset[int]]:
     """The offsets of each kernel's 128-byte parameters: the tensor maps (`{"tmap"}`, a CUtensorMap;
     no other argument of the launch vocabulary is that large), the only descriptors a TMA
     instruction may name (`paramflow`)."""
-    return {name: frozenset(off for off, size in ps if size == cubin.TENSOR_MAP_BYTES) for name, ps in _params(data).items()}
+    return {name: frozenset(off for off, size in ps if size == cubin.TENSOR_MAP_BYTES)
+            for name, ps in _params(data).items()}
 
 
 def _width(insn: str) -> int:

@@ -9,9 +9,10 @@ Guarantees:
   agree; every timed call reads A contents no earlier call read (`feed.Feed`, review 53: the
   library leaves C and the workspace as the last call left them, so a memo there must find
   nothing to reuse), and what our timed calls returned is checked after each timed round
-  (`timed_checks`; a failure clears `agree`, so `record` serves nothing). With `serve_all` this process serves every entry, whatever the manifest says, so the
-  bench can decide what is served; without it, what the manifest serves, as a user gets it (the
-  vendor's shapes then measure the fallback's cost). Whether the library call ran the entry's
+  (`timed_checks`; a failure clears `agree`, so `record` serves nothing). With `serve_all` this
+  process serves every entry, whatever the manifest says, so the bench can decide what is served;
+  without it, what the manifest serves, as a user gets it (the vendor's shapes then measure the
+  fallback's cost). Whether the library call ran the entry's
   kernel (`lib.stats()`) is recorded beside each ratio;
 - three modes, each as paired rounds (the two callers alternate, each round gives one ratio
   t_vendor / t_library, the median of the ratios is reported): eager (back-to-back calls, host
