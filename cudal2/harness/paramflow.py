@@ -28,10 +28,10 @@ one `nvdisasm -c -hex -plr -lrm narrow` run, each word checked against the cubin
   may not read a register that may hold it at any point of the cubin, since the lane it reads
   may be elsewhere;
 - a TMA instruction whose descriptor (its last bracket) is not, on every path, the address plus
-  a constant, and (given the kernels' tensor-map offsets, `constbank.tensor_maps`) that constant
-  one of the kernel's 128-byte parameters, the same on every path (review 53: 32 int arguments
-  laid out as a descriptor) (a must-analysis over the same graph, `_surely_transfer`): the tensor-memory unit
-  takes a descriptor from global memory too, and one the kernel wrote there is a channel no rule
+  a constant (a must-analysis over the same graph, `_surely_transfer`), and, given the kernels'
+  tensor-map offsets (`constbank.tensor_maps`), one whose constant is not the same on every path
+  or not the offset of one of the kernel's 128-byte parameters (review 53: 32 int arguments laid
+  out as a descriptor): the tensor-memory unit takes a descriptor from global memory too, and one the kernel wrote there is a channel no rule
   reads (the descriptor cache, the edited fields). ptxas issues TMA from one lane with a guarded
   offset, an `R2UR` under the guard and a `VOTEU` of the guard's predicate as the instruction's
   own guard; the analysis correlates exactly that: a fact taken under a guard literal holds under
@@ -308,8 +308,8 @@ def _surely_transfer(s: _Step, facts: frozenset) -> frozenset:
     ("r", register, condition, offset): it does wherever `condition` (a guard literal; None: always)
     held when it was written, the condition's predicate unwritten since, the constant being
     `offset` (None: not known); for a uniform register written by a guarded `R2UR`, wherever some
-    active lane had it. ("v", UPk, kind, literal): UPk is the
-    `VOTEU.ALL`/`.ANY` of `literal` over the warp's lanes, neither rewritten since nor a lane lost.
+    active lane had it. ("v", UPk, kind, literal): UPk is the `VOTEU.ALL`/`.ANY` of `literal` over
+    the warp's lanes, neither rewritten since nor a lane lost.
     An unguarded load of the address, or a move or constant offset (`_moves`) of registers that
     hold it (all on one condition at most), makes what it writes hold it under its guard and that
     condition; any other write (a call's clobbers included) unmakes it, except where a guarded one
