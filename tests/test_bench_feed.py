@@ -112,3 +112,26 @@ def test_the_pool_fits_a_quarter_of_the_l2_and_holds_at_least_three():
     assert fd.pool_size(50, 1000, l2) == 50
     assert fd.pool_size(50, l2 // 40, l2) == 10
     assert fd.pool_size(50, l2, l2) == 3
+
+
+def test_a_kept_output_is_let_go_before_the_next_call_of_either_side():
+    # a kept output alive through the next call made that call's C another block, on our side only
+    import weakref
+
+    class Out:
+        pass
+    alive = weakref.WeakSet()
+
+    def out():
+        o = Out()
+        alive.add(o)
+        return o
+    feed = make_feed(4)
+    feed.fresh()
+    seen = []
+    for checked in (True, False):
+        call = feed.caller(lambda a: (seen.append(len(alive)), out())[1], checked=checked)
+        for _ in range(3):
+            call()
+    assert seen == [0] * 6
+
