@@ -24,7 +24,8 @@ class CostClock(_CostClock):
 
 def make_feed(n):
     return fd.Feed([Tensor() for _ in range(n)], fill=lambda a, seed: setattr(a, "contents", seed),
-                   reference=lambda a: ("C", a.contents), agree=lambda got, want: got == want)
+                   reference=lambda a: ("C", a.contents),
+                   agreement=lambda got, want: {"agree": got == want})
 
 
 def vendor(clock):

@@ -54,8 +54,9 @@ def pool_size(calls: int, a_bytes: int, l2_bytes: int) -> int:
 
 class Feed:
     def __init__(self, pool: list, fill: Callable[[Any, int], None], reference: Callable[[Any], Any],
-                 agree: Callable[[Any, Any], bool]):
-        self.pool, self.fill, self.reference, self.agree = pool, fill, reference, agree
+                 agreement: Callable[[Any, Any], dict]):
+        """`agreement(got, want)`: {"max_abs_diff", "agree"} of an output against the reference."""
+        self.pool, self.fill, self.reference, self.compare = pool, fill, reference, agreement
         self.i = 0
         self.last: tuple | None = None
         self.checks = self.failures = 0
@@ -83,7 +84,11 @@ class Feed:
         `begin`."""
         if self.last is None or not self.last[2]:
             return
-        out, a, _ = self.last
         self.checks += 1
-        self.failures += not self.agree(out, self.reference(a))
+        self.failures += not self.agreement()["agree"]
         self.last = None
+
+    def agreement(self) -> dict:
+        """The last call's output against the reference on the A it read."""
+        out, a, _ = self.last
+        return self.compare(out, self.reference(a))

@@ -218,6 +218,11 @@ def _agreement(err: float, scale: float) -> dict:
     return {"max_abs_diff": err, "agree": err <= 2e-2 * (scale or 1.0) + 1e-2}
 
 
+def _torch_agreement(got, want) -> dict:
+    want = want.float()
+    return _agreement(float((got.float() - want).abs().max()), float(want.abs().max()))
+
+
 def torch_feed(torch, A, W, calls: int) -> Feed:
     """A pool of A-shaped tensors (A the first) for a round of `calls` calls against W, refilled
     with fresh Gaussian values before every timed region; checked against F.linear."""
@@ -226,11 +231,7 @@ def torch_feed(torch, A, W, calls: int) -> Feed:
 
     def fill(a, seed):
         a.normal_(generator=torch.Generator(device=a.device).manual_seed(seed))
-
-    def agree(got, want):
-        want = want.float()
-        return _agreement(float((got.float() - want).abs().max()), float(want.abs().max()))["agree"]
-    feed = Feed(pool, fill, lambda a: torch.nn.functional.linear(a, W), agree)
+    feed = Feed(pool, fill, lambda a: torch.nn.functional.linear(a, W), _torch_agreement)
     feed.fresh()
     return feed
 
@@ -243,10 +244,10 @@ def cupy_feed(cp, A, B, calls: int) -> Feed:
     def fill(a, seed):
         a[...] = cp.random.default_rng(seed).standard_normal(a.shape, dtype=cp.float32)
 
-    def agree(got, want):
+    def agreement(got, want) -> dict:
         g32, w32 = got.astype(cp.float32), want.astype(cp.float32)
-        return _agreement(float(cp.abs(g32 - w32).max()), float(cp.abs(w32).max()))["agree"]
-    feed = Feed(pool, fill, lambda a: cp.matmul(a, B.T), agree)
+        return _agreement(float(cp.abs(g32 - w32).max()), float(cp.abs(w32).max()))
+    feed = Feed(pool, fill, lambda a: cp.matmul(a, B.T), agreement)
     feed.fresh()
     return feed
 
@@ -315,12 +316,9 @@ def measure_shape(torch, lib, M: int, N: int, K: int, rounds: int, calls: int, f
     ours = feed.caller(lambda a: cudal2.linear(a, W), checked=True)  # the public API
     theirs = feed.caller(lambda a: F.linear(a, W))
     before = dict(lib.stats()["hits"])
-    got = ours()
-    want = F.linear(feed.last[1], W)   # on the A that call read
-    torch.cuda.synchronize()
-    err, scale = float((got.float() - want.float()).abs().max()), float(want.float().abs().max())
+    ours()
     row = {"M": M, "N": N, "K": K, "band": band(M, N, K), **ran(before, lib.stats()["hits"], eid),
-           **_agreement(err, scale)}
+           **feed.agreement()}
     for _ in range(3):   # warm-up, both
         ours(), theirs()
     clock = TorchClock(torch, flush)
@@ -372,13 +370,9 @@ def measure_shape_cupy(cp, lib, M: int, N: int, K: int, rounds: int, calls: int,
     ours = feed.caller(lambda a: cudal2.matmul(a, B), checked=True)   # the public API, cupy in and out
     theirs = feed.caller(lambda a: cp.matmul(a, B.T))
     before = dict(lib.stats()["hits"])
-    got = ours()
-    want = cp.matmul(feed.last[1], B.T)   # on the A that call read
-    cp.cuda.Device().synchronize()
-    g32, w32 = got.astype(cp.float32), want.astype(cp.float32)
-    err, scale = float(cp.abs(g32 - w32).max()), float(cp.abs(w32).max())
+    ours()
     row = {"api": "cupy", "M": M, "N": N, "K": K, "band": band(M, N, K), **ran(before, lib.stats()["hits"], eid),
-           **_agreement(err, scale)}
+           **feed.agreement()}
     for _ in range(3):
         ours(), theirs()
     row.update(paced_modes(CupyClock(cp, flush), ours, theirs, rounds, calls, feed=feed))
