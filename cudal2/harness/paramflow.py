@@ -29,7 +29,7 @@ one `nvdisasm -c -hex -plr -lrm narrow` run, each word checked against the cubin
   may be elsewhere;
 - a TMA instruction whose descriptor (its last bracket) is not, on every path, the address plus
   a constant (a must-analysis over the same graph, `_surely_transfer`), and, given the kernels'
-  tensor-map offsets (`constbank.tensor_maps`), one whose constant is not the same on every path
+  tensor-map offsets (`constbank.Params.tensor_maps`), one whose constant is not the same on every path
   or not the offset of one of the kernel's 128-byte parameters (review 53: 32 int arguments laid
   out as a descriptor): the tensor-memory unit takes a descriptor from global memory too, and one the kernel wrote there is a channel no rule
   reads (the descriptor cache, the edited fields). ptxas issues TMA from one lane with a guarded
@@ -271,14 +271,17 @@ def _use_allowed(s: _Step, tainted: set[str]) -> bool:
     return False
 
 
-def _descriptor(s: _Step) -> set[str]:
-    """The registers naming a TMA instruction's descriptor: its last bracket's (the only one of
-    `UTMACCTL`/`UTMAPF`, the second of a load, store or reduction), each with the other half of
-    its 64-bit pair."""
+def _descriptor_bracket(s: _Step) -> str:
+    """A TMA instruction's descriptor operand: its last bracket (the only one of `UTMACCTL`/`UTMAPF`,
+    the second of a load, store or reduction); '' when it has none."""
     brackets = [b for op in s.ins.operands if not op.startswith("desc[") for b in _BRACKET.findall(op)]
-    if not brackets:
-        return set()
-    regs = {m.group() for m in re.finditer(r"U?R\d+", brackets[-1])}
+    return brackets[-1] if brackets else ""
+
+
+def _descriptor(s: _Step) -> set[str]:
+    """The registers naming a TMA instruction's descriptor, each with the other half of its 64-bit
+    pair."""
+    regs = {m.group() for m in re.finditer(r"U?R\d+", _descriptor_bracket(s))}
     return regs | {re.sub(r"\d+$", lambda m: str(int(m.group()) + 1), r) for r in regs}
 
 
@@ -297,10 +300,8 @@ def _offset(s: _Step, src: int | None) -> int | None:
     unknown (None) for a carry-in add (`.X`, the high word's) or an unknown source."""
     if src is None or ".X" in s.ins.opcode:
         return None
-    imms = [op for op in s.ins.operands[1:] if re.fullmatch(r"-?0x[0-9a-f]+", op)]
-    if s.base == "IMAD":
-        imms = [op for op in s.ins.operands[3:4] if re.fullmatch(r"-?0x[0-9a-f]+", op)]
-    return src + sum(int(op, 16) for op in imms)
+    ops = s.ins.operands[3:4] if s.base == "IMAD" else s.ins.operands[1:]
+    return src + sum(int(op, 16) for op in ops if re.fullmatch(r"-?0x[0-9a-f]+", op))
 
 
 def _surely_transfer(s: _Step, facts: frozenset) -> frozenset:
@@ -419,14 +420,13 @@ def _unsure_descriptors(steps: list[_Step], succ: list[list[int]],
 
 def _descriptor_base(s: _Step) -> str:
     """The register a TMA instruction names for its descriptor's address (the low word of the pair)."""
-    brackets = [b for op in s.ins.operands if not op.startswith("desc[") for b in _BRACKET.findall(op)]
-    return re.search(r"U?R\d+", brackets[-1]).group()
+    return re.search(r"U?R\d+", _descriptor_bracket(s)).group()
 
 
 def check(listings: dict[str, Listing], tmaps: dict[str, frozenset[int]] | None = None) -> list[str]:
     """What the disassembled cubin does with the parameter bank's generic address that it may not,
     and a TMA descriptor from anywhere else (with `tmaps`, from anywhere but a tensor-map parameter
-    of the kernel: `constbank.tensor_maps`)."""
+    of the kernel: `constbank.Params.tensor_maps`)."""
     steps = [_step(ins, name) for name, lst in listings.items() for ins in lst.instrs]
     bad: dict[str, str] = {}
     for s in steps:
