@@ -104,7 +104,7 @@ def test_without_nvdisasm_the_build_fails_closed(tmp_path, monkeypatch):
 def test_parameter_sizes_come_from_the_cubin(tmp_path):
     r = build((KERNELS / "good" / "naive_v2.cu").read_text(), BuildConfig(cache_dir=str(tmp_path)))
     assert r.ok, r.reason
-    sizes = constbank.param_sizes(open(r.lib_path, "rb").read())
+    sizes = constbank.params_of(open(r.lib_path, "rb").read()).sizes
     assert sizes == {"naive_gemm_v2": 3 * 8 + 3 * 4}   # A, B, C and M, N, K
 
 
@@ -120,5 +120,5 @@ def test_a_read_of_the_padding_between_parameters_is_refused():
 def test_the_bytes_each_parameter_holds_come_from_the_cubin(tmp_path):
     r = build((KERNELS / "good" / "naive_v2.cu").read_text(), BuildConfig(cache_dir=str(tmp_path)))
     assert r.ok, r.reason
-    assert constbank.param_bytes(open(r.lib_path, "rb").read()) == {"naive_gemm_v2": frozenset(range(36))}
+    assert constbank.params_of(open(r.lib_path, "rb").read()).owned == {"naive_gemm_v2": frozenset(range(36))}
 

@@ -37,6 +37,7 @@ Does not: follow what any other value read from an allowed word is used for.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from cudal2.harness import cubin, paramflow, sassdesc
@@ -103,38 +104,32 @@ _WIDTH = {".64": 8, ".128": 16, ".U8": 1, ".S8": 1, ".U16": 2, ".S16": 2}
 _ZERO_REG = {"RZ", "URZ"}
 
 
-def param_sizes(data: bytes) -> dict[str, int]:
-    """Bytes of parameters per kernel (0 where the cubin records none)."""
-    out = {}
+@dataclass(frozen=True)
+class Params:
+    """What a cubin's records say of each kernel's parameters, read once (`params_of`):
+    - sizes: bytes of parameters (CBANK_PARAM_SIZE; 0 where the cubin records none);
+    - owned: the bytes a parameter holds, as offsets from the first (KPARAM_INFO: ordinal u16 and
+      offset u16 after a u32 index, then a word whose bits 18-31 are the size, as cuobjdump -elf
+      reads them). The padding between parameters is in no parameter: what the driver leaves there
+      is no argument the harness gave (review 53);
+    - tensor_maps: the offsets of the 128-byte parameters, the tensor maps (`{"tmap"}`, a CUtensorMap;
+      no other argument of the launch vocabulary is that large), the only descriptors a TMA
+      instruction may name (`paramflow`)."""
+    sizes: dict[str, int]
+    owned: dict[str, frozenset[int]]
+    tensor_maps: dict[str, frozenset[int]]
+
+
+def params_of(data: bytes) -> Params:
+    sizes, owned, tmaps = {}, {}, {}
     for name, k in Cubin.from_bytes(data).kernels.items():
-        sizes = [int.from_bytes(a.payload[:2], "little") for a in k.attrs if a.name == "CBANK_PARAM_SIZE"]
-        out[name] = max(sizes, default=0)
-    return out
-
-
-def _params(data: bytes) -> dict[str, list[tuple[int, int]]]:
-    """(offset, size) of each kernel's parameters, offsets from the first (the KPARAM_INFO records:
-    ordinal u16 and offset u16 after a u32 index, then a word whose bits 18-31 are the size, as
-    cuobjdump -elf reads them)."""
-    return {name: [(int.from_bytes(a.payload[6:8], "little"), int.from_bytes(a.payload[8:12], "little") >> 18)
-                   for a in k.attrs if a.name == "KPARAM_INFO" and len(a.payload) >= 12]
-            for name, k in Cubin.from_bytes(data).kernels.items()}
-
-
-def param_bytes(data: bytes) -> dict[str, frozenset[int]]:
-    """The bytes of each kernel's parameter space that belong to a parameter. The padding between
-    parameters is in no parameter: what the driver leaves there is no argument the harness gave
-    (review 53)."""
-    return {name: frozenset(b for off, size in ps for b in range(off, off + size))
-            for name, ps in _params(data).items()}
-
-
-def tensor_maps(data: bytes) -> dict[str, frozenset[int]]:
-    """The offsets of each kernel's 128-byte parameters: the tensor maps (`{"tmap"}`, a CUtensorMap;
-    no other argument of the launch vocabulary is that large), the only descriptors a TMA
-    instruction may name (`paramflow`)."""
-    return {name: frozenset(off for off, size in ps if size == cubin.TENSOR_MAP_BYTES)
-            for name, ps in _params(data).items()}
+        sizes[name] = max((int.from_bytes(a.payload[:2], "little") for a in k.attrs if a.name == "CBANK_PARAM_SIZE"),
+                          default=0)
+        ps = [(int.from_bytes(a.payload[6:8], "little"), int.from_bytes(a.payload[8:12], "little") >> 18)
+              for a in k.attrs if a.name == "KPARAM_INFO" and len(a.payload) >= 12]
+        owned[name] = frozenset(b for off, size in ps for b in range(off, off + size))
+        tmaps[name] = frozenset(off for off, size in ps if size == cubin.TENSOR_MAP_BYTES)
+    return Params(sizes, owned, tmaps)
 
 
 def _width(insn: str) -> int:
@@ -161,7 +156,7 @@ def _offset(index: str) -> int | None:
 def check(listings: dict[str, Listing], params: dict[str, int],
           owned: dict[str, frozenset[int]] | None = None) -> list[str]:
     """What the disassembled cubin reads from constant memory that it may not, one line per kind;
-    with `owned` (`param_bytes`), also a read of a parameter space byte no parameter holds."""
+    with `owned` (`Params.owned`), also a read of a parameter space byte no parameter holds."""
     bad: dict[str, str] = {}
     reads = []
     for kernel, lst in listings.items():
@@ -222,9 +217,9 @@ def violations(path: str | Path) -> list[str]:
     refused."""
     try:
         data = Path(path).read_bytes()
-        params = param_sizes(data)
+        params = params_of(data)
         listings = disasm.disassemble(data)
     except disasm.UNREADABLE as e:
         return [f"the machine code could not be checked ({str(e).splitlines()[0][:300]})"]
-    return (check(listings, params, param_bytes(data)) + paramflow.check(listings, tensor_maps(data))
+    return (check(listings, params.sizes, params.owned) + paramflow.check(listings, params.tensor_maps)
             + sassdesc.check(listings))

@@ -8,7 +8,7 @@
 // Whatever the driver leaves in the padding then steers the kernel (here: half of K when the
 // words match a marker). On the H100 the driver zeroed them in every launch probed (eager, graph,
 // cuLaunchKernelEx), so no channel was seen; the rule is closed on principle.
-// Closed: `constbank.param_bytes` gives each kernel the bytes its KPARAM_INFO records give a
+// Closed: `constbank.Params.owned` gives each kernel the bytes its KPARAM_INFO records give a
 // parameter, and a constant read of any other byte of the parameter space is refused; the PTX rule
 // keeps a name two headers declare at its smaller size.
 // Expected: build.
