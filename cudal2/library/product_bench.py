@@ -214,8 +214,17 @@ def _torch_inputs(torch, M: int, N: int, K: int):
     return _inputs(M, N, K, randn)
 
 
+# Largest error an output may have against the vendor's, as a fraction of the largest output. Every
+# served entry's first call in the H100 benches of 2026-12-07 (156 rows) stayed within ~6.5e-4 of
+# its largest output (one fp16 ulp there); the bound was 2e-2 until review 54 showed a kernel that
+# computes in int8 with a fixed scale only where the library keeps its workspace (~1.6e-2: about 70x
+# cuBLAS's error) passing it. FP8 and int8 inputs, the formats with twice fp16's tensor rate, land
+# near 1e-2 and above.
+AGREE_REL = 4e-3
+
+
 def _agreement(err: float, scale: float) -> dict:
-    return {"max_abs_diff": err, "agree": err <= 2e-2 * (scale or 1.0) + 1e-2}
+    return {"max_abs_diff": err, "agree": err <= AGREE_REL * (scale or 1.0) + 1e-2}
 
 
 def _torch_agreement(got, want) -> dict:
