@@ -404,3 +404,22 @@ def test_a_descriptor_must_land_on_a_tensor_map_parameter(rows, at):
 def test_a_descriptor_whose_constant_differs_by_path_is_refused():
     rows = (ULDC, *DESC, "@P0 BRA `(.L_x_1) | P0", "UIADD3 UR14, UP0, UR4, 0xf0, URZ | UR4 | UR14 UP0", ".L_x_1:", TMA, EXIT)
     assert run_with({0x70, 0xf0}, *rows)
+
+
+TMA4 = "UTMALDG.2D [UR8], [UR4] | UR8 UR9 UR4 UR5"
+
+
+@pytest.mark.parametrize("rows", [
+    # review 54: a guarded offset of the loaded address, then an unguarded TMA: the constant is 0x80
+    # where P0 held, so it is not 0 on every path
+    (ULDC, "@P0 UIADD3 UR4, UP0, UR4, 0x80, URZ | P0 UR4 | UR4 UP0", TMA4, EXIT),
+    # an IMAD by zero whose addend is a constant computes the constant, not the address plus it
+    (ULDC_R, "IMAD R6, R2, RZ, 0x70 | R2 | R6", "MOV R7, R3 | R3 | R7", "R2UR UR14, R6 | R6 | UR14",
+     "R2UR UR15, R7 | R7 | UR15", TMA, EXIT),
+    # a constant added to the high word
+    (ULDC, "UIADD3 UR14, UP0, UR4, 0x70, URZ | UR4 | UR14 UP0", "UIADD3.X UR15, URZ, UR5, 0x1, UP0, !UPT | UR5 UP0 | UR15",
+     TMA, EXIT),
+])
+def test_a_descriptor_the_constant_tracking_cannot_vouch_for_is_refused(rows):
+    assert run_with({0x0, 0x70, 0x80}, *rows)
+

@@ -297,11 +297,18 @@ _LANES = ("BRA", "EXIT", "RET", "CALL", "BREAK", "KILL", "WARPSYNC", "BSYNC")
 def _offset(s: _Step, src: int | None) -> int | None:
     """What a move or constant offset (`_moves`) makes of a source holding the address plus `src`:
     plus the immediates it adds (none for a move, `IMAD`'s addend for a multiply-add by zero);
-    unknown (None) for a carry-in add (`.X`, the high word's) or an unknown source."""
-    if src is None or ".X" in s.ins.opcode:
+    unknown (None) for an unknown source. A carry-in add (`.X`, the high word's) counts its
+    immediates and not the carry: the high word must come out at 0, and a low word off by a carry
+    is a misaligned descriptor, which the tensor-memory unit refuses."""
+    if src is None:
         return None
     ops = s.ins.operands[3:4] if s.base == "IMAD" else s.ins.operands[1:]
     return src + sum(int(op, 16) for op in ops if re.fullmatch(r"-?0x[0-9a-f]+", op))
+
+
+def _gprs(regs) -> set[str]:
+    """The vector and uniform registers among `regs`, less the predicates."""
+    return {r for r in regs if "P" not in r}
 
 
 def _surely_transfer(s: _Step, facts: frozenset) -> frozenset:
@@ -323,24 +330,32 @@ def _surely_transfer(s: _Step, facts: frozenset) -> frozenset:
     off: int | None = None           # the constant of what it makes
     if s.loads:
         gen, off = c, 0
-    elif s.base in _PROPAGATE and "c[" not in s.text and _moves(s) and s.sources():
+    elif (s.base in _PROPAGATE and "c[" not in s.text and _moves(s) and s.sources()
+          and (s.base != "IMAD" or _gprs(s.sources()) <= _named(" ".join(s.ins.operands[3:4])))):
+        # (an IMAD by zero carries the value only as its addend: `IMAD R2, R3, RZ, 0x40` is 0x40)
         conds = [{x for r2, x, _ in regs if r2 == r} for r in s.sources()]
         if all(conds):
             lits = set.intersection(*[cs for cs in conds if None not in cs] or [{None}])
             d = None if all(None in cs for cs in conds) else (min(lits, key=str) if lits else False)
             gen = False if d is False else (d if c is None else c if d in (None, c) else False)
-            srcs = {o for r2, _, o in regs if r2 in s.sources()}   # (one register source: `_moves`)
+            # (one register source, `_moves`; a carry predicate it reads holds no constant of its own)
+            srcs = {o for r2, _, o in regs if r2 in _gprs(s.sources())}
             off = _offset(s, srcs.pop()) if len(srcs) == 1 else None
     out = set()
     for r, x, o in regs:
+        lane_guarded_uniform = c is not None and r.startswith("U") and not c.lstrip("!").startswith("U")
         if r not in s.may:
             out.add((r, x, o))
         elif c is not None and s.base != "CALL" and (
-                (x == _neg(c) and not (r.startswith("U") and not c.lstrip("!").startswith("U")))
-                or (x is None and gen is not False)):
+                (x == _neg(c) and not lane_guarded_uniform) or (x is None and gen is not False)):
             # where the guard fails the old value stays; but a uniform register written under a
-            # lane predicate is the warp's one value, replaced if any lane had the guard
-            out.add((r, x, o))
+            # lane predicate is the warp's one value, replaced if any lane had the guard. An old
+            # fact with another constant holds only where the guard fails (review 54: kept as
+            # always, `@P0 UIADD3 UR4, UR4, 0x80` left UR4's constant read as 0 on every path)
+            if x is not None or o == off:
+                out.add((r, x, o))
+            elif not lane_guarded_uniform:
+                out.add((r, _neg(c), o))
     if gen is not False:
         out |= {(w, gen, off) for w in s.may}
     if preds := {w for w in s.may if "P" in w}:
@@ -410,7 +425,11 @@ def _unsure_descriptors(steps: list[_Step], succ: list[list[int]],
             return (f"`{s.text}` in {s.section} names a TMA descriptor that is not, on every path, one of the "
                     "harness's parameters (the parameter bank's generic address plus a constant)")
         if tmaps is not None and regs:
-            offs = _sure(_descriptor_base(s), s.cond, facts) or {None}
+            base = _descriptor_base(s)
+            if any(_sure(r, s.cond, facts) != {0} for r in regs - {base}):
+                return (f"`{s.text}` in {s.section} names a TMA descriptor whose address's high word is not the "
+                        "parameter bank's own (a constant was added to it)")
+            offs = _sure(base, s.cond, facts) or {None}
             if not offs <= tmaps.get(s.section, frozenset()):
                 return (f"`{s.text}` in {s.section} names a TMA descriptor at the parameter bank's address plus "
                         f"{', '.join('an unknown constant' if o is None else hex(o) for o in sorted(offs, key=str))}, "
