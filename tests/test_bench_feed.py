@@ -115,8 +115,8 @@ def test_the_pool_fits_a_quarter_of_the_l2_and_holds_at_least_three():
     assert fd.pool_size(50, l2, l2) == 3
 
 
-def test_a_kept_output_is_let_go_before_the_next_call_of_either_side():
-    # a kept output alive through the next call made that call's C another block, on our side only
+def test_every_output_of_a_turn_lives_through_the_turn_and_goes_at_the_next():
+    # each call of a round writes its own C (no output is dead, so none is worth skipping)
     import weakref
 
     class Out:
@@ -131,10 +131,62 @@ def test_a_kept_output_is_let_go_before_the_next_call_of_either_side():
     feed.fresh()
     seen = []
     for checked in (True, False):
+        feed.begin(3)
         call = feed.caller(lambda a: (seen.append(len(alive)), out())[1], checked=checked)
         for _ in range(3):
             call()
-    assert seen == [0] * 6
+    assert seen == [0, 1, 2, 0, 1, 2]
+
+
+def round_skipper(clock, calls):
+    """Does the work only for the last call of each round, which it finds by counting calls (the
+    pool's A pointers repeat with the round); the others return garbage at a tenth of the cost."""
+    n = [0]
+
+    def gemm(a):
+        n[0] += 1
+        last = n[0] % calls == 0
+        clock.spent += 1.0 if last else 0.1
+        return ("C", a.contents if last else None)
+    return gemm
+
+
+def test_a_kernel_that_does_only_the_rounds_last_call_is_caught():
+    clock, feed = CostClock(), make_feed(8)
+    feed.fresh()
+    ours, theirs = feed.caller(round_skipper(clock, 8), checked=True), feed.caller(vendor(clock))
+    for _ in range(3):   # eager rounds as modes makes them: begin, fresh, the timed calls, check
+        feed.begin(8)
+        feed.fresh()
+        pb.many(ours, 8)
+        feed.check()
+    assert feed.checks == 3 and feed.failures == 3   # 4 of 8 outputs drawn, 7 of 8 wrong
+    assert pb.modes(clock, ours, theirs, rounds=3, calls=8)["eager"] > 1.5   # what it would be served on
+
+
+def test_the_checked_outputs_are_drawn_anew_each_round():
+    feed = fd.Feed([Tensor() for _ in range(8)], fill=lambda a, seed: setattr(a, "contents", seed),
+                   reference=lambda a: ("C", a.contents), agreement=lambda got, want: {"agree": True}, seed=7)
+    picks = []
+    feed.compare = lambda got, want: picks.append(got) or {"agree": True}
+    call = feed.caller(lambda a: ("C", a.i), checked=True)
+    for i, a in enumerate(feed.pool):
+        a.i = i
+    for _ in range(6):
+        feed.begin(8)
+        feed.fresh()
+        for _ in range(8):
+            call()
+        feed.check()
+    rounds = [frozenset(c[1] for c in picks[k:k + 4]) for k in range(0, 24, 4)]
+    assert all(len(r) == 4 for r in rounds) and len(set(rounds)) > 1
+
+
+def test_a_round_keeps_its_outputs_within_the_byte_cap():
+    feed = fd.Feed([Tensor() for _ in range(50)], fill=lambda a, seed: None, reference=None,
+                   agreement=None, out_bytes=fd.KEPT_BYTES // 10)
+    assert feed.round_cap == 10
+    assert fd.Feed([Tensor() for _ in range(50)], None, None, None, out_bytes=fd.KEPT_BYTES).round_cap == 3
 
 
 def test_a_small_pool_makes_shorter_rounds_and_more_of_them():

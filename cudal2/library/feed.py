@@ -14,23 +14,26 @@ Guarantees:
   graph's capture and untimed replay, so with a pool at least as large as a round's calls no timed
   call's A was ever seen by an earlier call. B (the weights) stays: a memo keyed on B alone cannot
   give the answer, which depends on A.
-- every caller keeps its last output and the A it read, and lets go of it just before its next
-  call, so the next call's C gets the same block as if nothing kept it (the first version kept our
-  side's output through our next call: two C blocks in turn where the vendor's side reused one,
-  which a write-heavy shape feels: 12288x1024x64 read 8.9 -> 11.1 us for ours against 11.3 -> 12.1
-  for F.linear in graph mode on the H100); `check()` compares the kept
-  output of a caller made with `checked=True`, after the timed region, with the reference on the
-  same A (`failures`, `checks`), and `begin()` forgets it (the bench calls it before each caller's
-  turn, so an unchecked caller's turn checks nothing). In graph mode the kept output is the
-  graph's own buffer, kept at capture, so the check reads what the timed replay wrote for the A
-  `fresh()` rewrote.
+- every caller keeps every output of a turn (from `begin` on) with the A it read, so each call of
+  a round writes its own C; `check()`, after the timed region, compares up to CHECKS_PER_ROUND of
+  the round's outputs, drawn at random once the round is over, with the reference on the same A
+  (`failures`, `checks`), for a caller made with `checked=True` only. Why all of them: with only
+  the last output checked, a kernel that knows a round's length (the pool's A pointers repeat)
+  could skip the work of the calls before it, and one output kept at a random place would move
+  the next call's C to another block, telling a lazy kernel that the call before must be
+  finished. With every output kept, each call's C is its own block, no call's output is dead, and
+  which ones are checked is drawn (from the OS's entropy) after they ran. In graph mode the kept
+  outputs are the graph's own buffers, kept at capture (`fresh()` lets the warm-up pass's go), so
+  the check reads what the timed replay wrote for the A `fresh()` rewrote;
 - `pool_size` keeps the pool within a quarter of the L2 and never under 3 (a round's least calls);
-  the bench then makes a round no longer than the pool.
+  `round_cap` keeps a round's kept outputs within KEPT_BYTES; the bench makes a round no longer
+  than either.
 
 What it changes in the numbers: rounds of fewer calls where A is over ~256 KB (a graph's launch
 shared by fewer calls, on both sides alike), and where three A's outgrow the L2 (A over ~16 MB) the
-later calls of a round read A from HBM, where the bench before read one A held in L2. B is as
-before.
+later calls of a round read A from HBM, where the bench before read one A held in L2. Each call of
+either side writes a C block no other call of its round wrote, where the bench before reused one
+block, which a write-heavy shape (C within the L2) kept in L2. B is as before.
 
 Does not: time anything, or stop a kernel from keeping state (it makes the state worth nothing on
 the bench; the judge's own checks are in harness/judge.py).
@@ -39,9 +42,12 @@ the bench; the judge's own checks are in harness/judge.py).
 from __future__ import annotations
 
 import itertools
+import random
 from typing import Any, Callable
 
 _SEEDS = itertools.count(0x5EED_F00D)   # one process-wide sequence: no two fills share a seed
+CHECKS_PER_ROUND = 4       # outputs of a round compared with the reference, drawn after the round
+KEPT_BYTES = 2 << 30       # outputs a round keeps alive, at most
 
 
 def pool_size(calls: int, a_bytes: int, l2_bytes: int) -> int:
@@ -54,41 +60,49 @@ def pool_size(calls: int, a_bytes: int, l2_bytes: int) -> int:
 
 class Feed:
     def __init__(self, pool: list, fill: Callable[[Any, int], None], reference: Callable[[Any], Any],
-                 agreement: Callable[[Any, Any], dict]):
-        """`agreement(got, want)`: {"max_abs_diff", "agree"} of an output against the reference."""
+                 agreement: Callable[[Any, Any], dict], out_bytes: int = 0, seed: int | None = None):
+        """`agreement(got, want)`: {"max_abs_diff", "agree"} of an output against the reference;
+        `out_bytes`: one output's size (for `round_cap`); `seed`: of the draw of checked outputs (tests;
+        by default the OS's entropy, so no kernel can know the draw)."""
         self.pool, self.fill, self.reference, self.compare = pool, fill, reference, agreement
+        self.round_cap = max(3, min(len(pool), KEPT_BYTES // max(out_bytes, 1)))
+        self.draw = random.Random(seed)
         self.i = 0
-        self.last: tuple | None = None
+        self.calls = 1
+        self.kept: list[tuple] = []
         self.checks = self.failures = 0
 
     def caller(self, fn: Callable[[Any], Any], checked: bool = False) -> Callable[[], Any]:
         def call():
             a = self.pool[self.i % len(self.pool)]
             self.i += 1
-            self.last = None    # the previous output goes before this call allocates, as it would unkept
             out = fn(a)
-            self.last = (out, a, checked)
+            self.kept.append((out, a, checked))
             return out
         return call
 
-    def begin(self) -> None:
-        self.last = None
+    def begin(self, calls: int = 1) -> None:
+        """A caller's turn of `calls` calls a pass starts: the last turn's outputs go."""
+        self.kept, self.calls = [], calls
 
     def fresh(self) -> None:
+        self.kept = self.kept[len(self.kept) - self.calls:] if self.kept else []   # a graph's warm-up
         for a in reversed(self.pool):   # the first calls read the last written: A as a model's layer
             self.fill(a, next(_SEEDS))  # finds it, just written by the op before it, as far as L2 holds
         self.i = 0
 
     def check(self) -> None:
-        """The kept output against the reference on its A; nothing when no checked caller ran since
-        `begin`."""
-        if self.last is None or not self.last[2]:
+        """Up to CHECKS_PER_ROUND of the turn's last `calls` outputs, drawn now, against the
+        reference on their A; nothing when no checked caller ran since `begin`."""
+        turn = self.kept[len(self.kept) - self.calls:] if self.kept else []
+        if not turn or not turn[-1][2]:
             return
         self.checks += 1
-        self.failures += not self.agreement()["agree"]
-        self.last = None
+        picked = self.draw.sample(turn, min(CHECKS_PER_ROUND, len(turn)))
+        self.failures += not all(self.compare(out, self.reference(a))["agree"] for out, a, _ in picked)
+        self.kept = []
 
     def agreement(self) -> dict:
         """The last call's output against the reference on the A it read."""
-        out, a, _ = self.last
+        out, a, _ = self.kept[-1]
         return self.compare(out, self.reference(a))

@@ -140,8 +140,9 @@ class CupyClock:
 
 
 def many(f, calls: int) -> None:
-    """`calls` calls of f back to back, each output dropped as it comes (kept, the calls of a wide
-    layer filled the GPU)."""
+    """`calls` calls of f back to back, each output dropped here as it comes (a `feed.Feed` caller
+    keeps its own, within `Feed.round_cap`'s bytes: kept here, the calls of a wide layer filled the
+    GPU)."""
     for _ in range(calls):
         f()
 
@@ -163,14 +164,14 @@ def modes(clock, ours, theirs, rounds: int, calls: int, use=None, flushed_rounds
     reason in `graph_error`. With a `feed` (`feed.Feed`, whose callers `ours` and `theirs` are),
     each timing, once its graph is captured, is preceded by `feed.fresh()` and followed by
     `feed.check()`, both untimed: no timed call sees contents an earlier call saw, and what `ours`
-    returned in every timed round is compared with the reference."""
+    returned in every timed round (outputs drawn after it ran) is compared with the reference."""
     use = use or (lambda f: None)
 
-    def timed(make, measure=clock.time):
+    def timed(make, per: int, measure=clock.time):
         def one(f):
             use(f)
             if feed:
-                feed.begin()
+                feed.begin(per)
             work = make(f)   # a graph is captured and replayed once here, on the contents before...
             if feed:
                 feed.fresh()  # ...these, which only the timed calls see
@@ -187,18 +188,18 @@ def modes(clock, ours, theirs, rounds: int, calls: int, use=None, flushed_rounds
         row[mode] = paired[0]
         row[f"{mode}_us"] = {"ours": 1e3 * paired[1] / per, "theirs": 1e3 * paired[2] / per}
 
-    record("eager", _paired(ours, theirs, rounds, timed(lambda f: lambda: many(f, calls))), calls)
+    record("eager", _paired(ours, theirs, rounds, timed(lambda f: lambda: many(f, calls), calls)), calls)
     try:
         # Each round captures its own graphs: where a replay's time moves with the capture (its
         # pool's addresses), one capture per side read as a steady ±3% at a 20 µs call, A/A
         # (eval/aa_probe.py); a capture per round puts that spread inside the median. The clock
         # replays each new graph once untimed: timed, its upload favoured the side with fewer nodes.
-        record("graph", _paired(ours, theirs, rounds, timed(lambda f: clock.graph(lambda: many(f, calls)))), calls)
+        record("graph", _paired(ours, theirs, rounds, timed(lambda f: clock.graph(lambda: many(f, calls)), calls)), calls)
     except Exception as err:  # noqa: BLE001  recorded: the mode is missing, not the shape
         row["graph"], row["graph_error"] = None, f"{type(err).__name__}: {err}".splitlines()[0]
 
     record("flushed", _paired(ours, theirs, flushed_rounds or 3 * rounds,
-                              timed(lambda f: f, measure=lambda f: lone(clock, f))), 1)
+                              timed(lambda f: f, 1, measure=lambda f: lone(clock, f))), 1)
     return row
 
 
@@ -240,7 +241,8 @@ def torch_feed(torch, A, W, calls: int) -> Feed:
 
     def fill(a, seed):
         a.normal_(generator=torch.Generator(device=a.device).manual_seed(seed))
-    feed = Feed(pool, fill, lambda a: torch.nn.functional.linear(a, W), _torch_agreement)
+    feed = Feed(pool, fill, lambda a: torch.nn.functional.linear(a, W), _torch_agreement,
+                out_bytes=A.shape[0] * W.shape[0] * A.element_size())
     feed.fresh()
     return feed
 
@@ -256,7 +258,7 @@ def cupy_feed(cp, A, B, calls: int) -> Feed:
     def agreement(got, want) -> dict:
         g32, w32 = got.astype(cp.float32), want.astype(cp.float32)
         return _agreement(float(cp.abs(g32 - w32).max()), float(cp.abs(w32).max()))
-    feed = Feed(pool, fill, lambda a: cp.matmul(a, B.T), agreement)
+    feed = Feed(pool, fill, lambda a: cp.matmul(a, B.T), agreement, out_bytes=A.shape[0] * B.shape[0] * A.itemsize)
     feed.fresh()
     return feed
 
@@ -293,13 +295,14 @@ def pace(clock, theirs, rounds: int, calls: int, most: int | None = None) -> dic
 def paced_modes(clock, ours, theirs, rounds: int, calls: int, use=None, feed=None) -> dict:
     """`pace` at the vendor's (`theirs`) call time, then `modes` with those rounds: the row's
     `calls`, `rounds`, `flushed_rounds` and its three modes. `use(theirs)` runs first when given,
-    so the pacing call is made as the timed ones are. With a `feed`, a round has at most as many
-    calls as its pool has tensors, in more rounds as `pace` gives shorter rounds (the first H100 run
-    kept 15 rounds of 3 calls at big shapes, and a vendor-served 12288x12288x4096 read 0.963 in graph
-    mode), and the row counts the timed rounds of `ours` checked and failed."""
+    so the pacing call is made as the timed ones are. With a `feed`, a round has at most its
+    `round_cap` calls (the pool's tensors, the kept outputs' bytes), in more rounds as `pace` gives
+    shorter rounds (the first H100 run kept 15 rounds of 3 calls at big shapes, and a vendor-served
+    12288x12288x4096 read 0.963 in graph mode), and the row counts the timed rounds of `ours`
+    checked and failed."""
     if use:
         use(theirs)
-    paced = pace(clock, theirs, rounds, calls, len(feed.pool) if feed else None)
+    paced = pace(clock, theirs, rounds, calls, feed.round_cap if feed else None)
     row = {**paced, **modes(clock, ours, theirs, use=use, feed=feed, **paced)}
     if feed:
         row["timed_checks"] = {"rounds": feed.checks, "failed": feed.failures}
