@@ -198,3 +198,11 @@ def test_a_kernel_coarser_only_where_the_library_keeps_state_disagrees_on_the_be
     rows = bench_entries(tmp_path, monkeypatch, {"coarse": "bad/zz54_library_mode_int8.cu"})
     assert rows["coarse"]["kernel_ran"] and rows["coarse"]["timed_checks"]["failed"] > 0
     assert not rows["coarse"]["agree"]
+
+
+def test_a_kernel_that_skips_the_calls_a_round_does_not_check_disagrees_on_the_bench(tmp_path, monkeypatch):
+    # bad/zz55 computes only the last call of each round where the library keeps its workspace, the
+    # one call the bench checked until af289b2; each call's output is now kept and four are drawn
+    rows = bench_entries(tmp_path, monkeypatch, {"skipper": "bad/zz55_round_skipper.cu"})
+    assert rows["skipper"]["kernel_ran"] and rows["skipper"]["timed_checks"]["failed"] > 0
+    assert not rows["skipper"]["agree"]
