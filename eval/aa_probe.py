@@ -8,6 +8,11 @@ what the method itself reads where nothing differs; the library's ratio at a ven
 is then read against that spread, not against 1.0. Does not: explain a spread (clocks, memory
 placement, the order of graph replays), or say anything about a served shape's kernel.
 
+With `--feed`, every pair is timed as the product bench times it now (`feed.Feed`: fresh A for every
+timed call, every output kept, the `checked` side's drawn and compared after each round): the A/A
+pair once with its first side checked (`aa_checked`, the bench's asymmetry) and once with neither
+(`aa`), and `cudal2.linear` (checked) against F.linear.
+
     python eval/aa_probe.py --shape 512x1024x8192 --shape 2048x3584x18944 --repeats 3 --out F
 """
 from __future__ import annotations
@@ -34,11 +39,12 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--calls", type=int, default=50)
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--feed", action="store_true", help="time as the product bench does (feed.Feed)")
     a = ap.parse_args()
 
     import torch
     import cudal2
-    from cudal2.library.product_bench import TorchClock, _torch_inputs, modes, pace, ran
+    from cudal2.library.product_bench import TorchClock, _torch_inputs, modes, pace, ran, torch_feed
     from cudal2.problem import parse_mnk
 
     F = torch.nn.functional
@@ -63,13 +69,27 @@ def main() -> None:
         kernels = {name: launched(torch, f) for name, f in (("F.linear", same1), ("cudal2.linear", ours), ("mm", mm))}
         print(json.dumps({"M": M, "N": N, "K": K, "kernels": kernels}), flush=True)
         for rep in range(a.repeats):
-            aa = modes(clock, same1, same2, **paced)
-            lv = modes(clock, ours, same1, **paced)
-            mv = modes(clock, mm, same1, **paced)
-            row = {"M": M, "N": N, "K": K, "repeat": rep, "served": served, **paced, "kernels": kernels,
-                   "aa": {m: aa[m] for m in ("eager", "graph", "flushed")},
-                   "library": {m: lv[m] for m in ("eager", "graph", "flushed")},
-                   "mm": {m: mv[m] for m in ("eager", "graph", "flushed")}}
+            if a.feed:
+                pairs = {}
+                for name, checked, first in (("aa_checked", True, F.linear), ("aa", False, F.linear),
+                                             ("library", True, cudal2.linear)):
+                    feed = torch_feed(torch, A, W, a.calls)
+                    one = feed.caller(lambda x, f=first: f(x, W), checked=checked)
+                    two = feed.caller(lambda x: F.linear(x, W))
+                    fed = pace(clock, two, a.rounds, a.calls, feed.round_cap)
+                    pairs[name] = modes(clock, one, two, feed=feed, **fed)
+                    pairs[name]["timed_checks"] = {"rounds": feed.checks, "failed": feed.failures}
+                row = {"M": M, "N": N, "K": K, "repeat": rep, "served": served, "feed": fed, "kernels": kernels,
+                       **{k: {m: v[m] for m in ("eager", "graph", "flushed", "graph_us", "timed_checks")}
+                          for k, v in pairs.items()}}
+            else:
+                aa = modes(clock, same1, same2, **paced)
+                lv = modes(clock, ours, same1, **paced)
+                mv = modes(clock, mm, same1, **paced)
+                row = {"M": M, "N": N, "K": K, "repeat": rep, "served": served, **paced, "kernels": kernels,
+                       "aa": {m: aa[m] for m in ("eager", "graph", "flushed")},
+                       "library": {m: lv[m] for m in ("eager", "graph", "flushed")},
+                       "mm": {m: mv[m] for m in ("eager", "graph", "flushed")}}
             rows.append(row)
             print(json.dumps(row), flush=True)
     spread = {m: [r["aa"][m] for r in rows] for m in ("eager", "graph", "flushed")}

@@ -164,7 +164,8 @@ def modes(clock, ours, theirs, rounds: int, calls: int, use=None, flushed_rounds
     reason in `graph_error`. With a `feed` (`feed.Feed`, whose callers `ours` and `theirs` are),
     each timing, once its graph is captured, is preceded by `feed.fresh()` and followed by
     `feed.check()`, both untimed: no timed call sees contents an earlier call saw, and what `ours`
-    returned in every timed round (outputs drawn after it ran) is compared with the reference."""
+    returned in every timed round (outputs drawn after it ran) is compared with the reference
+    (`theirs` alike, so both sides do the same work between timed regions)."""
     use = use or (lambda f: None)
 
     def timed(make, per: int, measure=clock.time):
@@ -305,7 +306,7 @@ def paced_modes(clock, ours, theirs, rounds: int, calls: int, use=None, feed=Non
     paced = pace(clock, theirs, rounds, calls, feed.round_cap if feed else None)
     row = {**paced, **modes(clock, ours, theirs, use=use, feed=feed, **paced)}
     if feed:
-        row["timed_checks"] = {"rounds": feed.checks, "failed": feed.failures}
+        row["timed_checks"] = {"rounds": feed.checks, "failed": feed.failures, "vendor_failed": feed.other_failures}
     return row
 
 
