@@ -59,12 +59,15 @@ def band(M: int, N: int, K: int) -> str:
     return next(name for lo, hi, name in BANDS if lo <= f < hi)
 
 
-def _paired(ours, theirs, rounds: int, run_one) -> tuple[float, float, float]:
-    """(median of the per-round ratios t(theirs) / t(ours), median t(ours), median t(theirs)), ms."""
+def _paired(ours, theirs, rounds: int, run_one, length=lambda: 1) -> tuple[float, float, float]:
+    """(median of the per-round ratios t(theirs) / t(ours), median t(ours), median t(theirs)), ms a
+    call; each round's calls `length()`, the same for both callers, and `run_one(f, n)` the time
+    of n calls of f."""
     ratios, t_ours, t_theirs = [], [], []
     for r in range(rounds):
+        n = length()
         order = (ours, theirs) if r % 2 == 0 else (theirs, ours)   # no caller always goes first
-        t = {id(f): run_one(f) for f in order}
+        t = {id(f): run_one(f, n) / n for f in order}
         ratios.append(t[id(theirs)] / t[id(ours)])
         t_ours.append(t[id(ours)])
         t_theirs.append(t[id(theirs)])
@@ -155,8 +158,9 @@ def lone(clock, f) -> float:
 
 def modes(clock, ours, theirs, rounds: int, calls: int, use=None, flushed_rounds: int | None = None,
           feed=None) -> dict:
-    """The three modes as paired ratios t(theirs) / t(ours): eager (`calls` back-to-back calls),
-    graph (the same calls, captured afresh each round, replayed), flushed (one call after an L2
+    """The three modes as paired ratios t(theirs) / t(ours): eager (`calls` back-to-back calls; with
+    a feed, a length drawn for each round up to `calls`), graph (the same calls, captured afresh each
+    round, replayed), flushed (one call after an L2
     flush and an idle GPU; `flushed_rounds` rounds, by default 3x the rounds, since one call is
     noisier). `use(f)`, when given, runs
     before every use of caller f and outside its timing (e.g. making f's library the dispatcher's). A
@@ -164,16 +168,17 @@ def modes(clock, ours, theirs, rounds: int, calls: int, use=None, flushed_rounds
     reason in `graph_error`. With a `feed` (`feed.Feed`, whose callers `ours` and `theirs` are),
     each timing, once its graph is captured, is preceded by `feed.fresh()` and followed by
     `feed.check()`, both untimed: no timed call sees contents an earlier call saw, and what `ours`
-    returned in every timed round (outputs drawn after it ran) is compared with the reference
-    (`theirs` alike, so both sides do the same work between timed regions)."""
+    returned in every timed round (its last output, and outputs drawn after it ran) is compared with
+    the reference, once the operands are found intact (`theirs` alike, so both sides do the same
+    work between timed regions)."""
     use = use or (lambda f: None)
 
-    def timed(make, per: int, measure=clock.time):
-        def one(f):
+    def timed(make, measure=clock.time):
+        def one(f, n):
             use(f)
             if feed:
-                feed.begin(per)
-            work = make(f)   # a graph is captured and replayed once here, on the contents before...
+                feed.begin(n)
+            work = make(f, n)   # a graph is captured and replayed once here, on the contents before...
             if feed:
                 feed.fresh()  # ...these, which only the timed calls see
             t = measure(work)
@@ -183,37 +188,47 @@ def modes(clock, ours, theirs, rounds: int, calls: int, use=None, flushed_rounds
         return one
 
     row: dict = {}
+    # With a feed, each round's length is drawn (`Feed.length`), so no kernel knows a round's last call
+    length = (lambda: feed.length(calls)) if feed else (lambda: calls)
 
-    def record(mode: str, paired: tuple[float, float, float], per: int) -> None:
+    def record(mode: str, paired: tuple[float, float, float]) -> None:
         # the ratio, and each side's median time of one call (µs) beside it
         row[mode] = paired[0]
-        row[f"{mode}_us"] = {"ours": 1e3 * paired[1] / per, "theirs": 1e3 * paired[2] / per}
+        row[f"{mode}_us"] = {"ours": 1e3 * paired[1], "theirs": 1e3 * paired[2]}
 
-    record("eager", _paired(ours, theirs, rounds, timed(lambda f: lambda: many(f, calls), calls)), calls)
+    record("eager", _paired(ours, theirs, rounds, timed(lambda f, n: lambda: many(f, n)), length))
     try:
         # Each round captures its own graphs: where a replay's time moves with the capture (its
         # pool's addresses), one capture per side read as a steady ±3% at a 20 µs call, A/A
         # (eval/aa_probe.py); a capture per round puts that spread inside the median. The clock
         # replays each new graph once untimed: timed, its upload favoured the side with fewer nodes.
-        record("graph", _paired(ours, theirs, rounds, timed(lambda f: clock.graph(lambda: many(f, calls)), calls)), calls)
+        record("graph", _paired(ours, theirs, rounds, timed(lambda f, n: clock.graph(lambda: many(f, n))), length))
     except Exception as err:  # noqa: BLE001  recorded: the mode is missing, not the shape
         row["graph"], row["graph_error"] = None, f"{type(err).__name__}: {err}".splitlines()[0]
 
     record("flushed", _paired(ours, theirs, flushed_rounds or 3 * rounds,
-                              timed(lambda f: f, 1, measure=lambda f: lone(clock, f))), 1)
+                              timed(lambda f, n: f, measure=lambda f: lone(clock, f))))
     return row
+
+
+def _seeds(M: int, N: int, K: int) -> tuple[int, int]:
+    """The seeds of A and B at a shape."""
+    return M * 1_000_003 + N * 1009 + K, M * 1_000_003 + N * 1009 + K + 1
 
 
 def _inputs(M: int, N: int, K: int, randn):
     """Gaussian operands (never zeros), seeded by the shape."""
-    return randn((M, K), M * 1_000_003 + N * 1009 + K), randn((N, K), M * 1_000_003 + N * 1009 + K + 1)
+    sa, sb = _seeds(M, N, K)
+    return randn((M, K), sa), randn((N, K), sb)
+
+
+def _torch_randn(torch, shape, seed):
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    return torch.randn(*shape, device="cuda", dtype=torch.float16, generator=gen)
 
 
 def _torch_inputs(torch, M: int, N: int, K: int):
-    def randn(shape, seed):
-        gen = torch.Generator(device="cuda").manual_seed(seed)
-        return torch.randn(*shape, device="cuda", dtype=torch.float16, generator=gen)
-    return _inputs(M, N, K, randn)
+    return _inputs(M, N, K, lambda shape, seed: _torch_randn(torch, shape, seed))
 
 
 # Largest error an output may have against the vendor's, as a fraction of the largest output. Every
@@ -234,32 +249,53 @@ def _torch_agreement(got, want) -> dict:
     return _agreement(float((got.float() - want).abs().max()), float(want.abs().max()))
 
 
-def torch_feed(torch, A, W, calls: int) -> Feed:
+def torch_feed(torch, A, W, calls: int, w_seed: int | None = None) -> Feed:
     """A pool of A-shaped tensors (A the first) for a round of `calls` calls against W, refilled
-    with fresh Gaussian values before every timed region; checked against F.linear."""
+    with fresh Gaussian values before every timed region; checked against F.linear, after checking
+    every pool tensor against its fill and W against its seed `w_seed` (`_torch_inputs`)
+    regenerated, bit for bit."""
     l2 = torch.cuda.get_device_properties(A.device).L2_cache_size
     pool = [A] + [torch.empty_like(A) for _ in range(pool_size(calls, A.numel() * A.element_size(), l2) - 1)]
 
     def fill(a, seed):
         a.normal_(generator=torch.Generator(device=a.device).manual_seed(seed))
+
+    def matches(a, seed):
+        want = torch.empty_like(a)
+        fill(want, seed)
+        return torch.equal(a, want)
+
+    def weights_intact():
+        return w_seed is None or torch.equal(W, _torch_randn(torch, tuple(W.shape), w_seed))
     feed = Feed(pool, fill, lambda a: torch.nn.functional.linear(a, W), _torch_agreement,
-                out_bytes=A.shape[0] * W.shape[0] * A.element_size())
+                out_bytes=A.shape[0] * W.shape[0] * A.element_size(), matches=matches,
+                weights_intact=weights_intact)
     feed.fresh()
     return feed
 
 
-def cupy_feed(cp, A, B, calls: int) -> Feed:
-    """The same for cupy arrays, checked against cupy.matmul."""
+def cupy_feed(cp, A, B, calls: int, randn=None, b_seed: int | None = None) -> Feed:
+    """The same for cupy arrays, checked against cupy.matmul (B regenerated by `randn(shape, seed)`
+    from `b_seed`)."""
     l2 = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)["l2CacheSize"]
     pool = [A] + [cp.empty_like(A) for _ in range(pool_size(calls, A.nbytes, l2) - 1)]
 
     def fill(a, seed):
         a[...] = cp.random.default_rng(seed).standard_normal(a.shape, dtype=cp.float32)
 
+    def matches(a, seed):
+        want = cp.empty_like(a)
+        fill(want, seed)
+        return bool((a.view(cp.uint16) == want.view(cp.uint16)).all())
+
+    def weights_intact():
+        return b_seed is None or bool((B.view(cp.uint16) == randn(B.shape, b_seed).view(cp.uint16)).all())
+
     def agreement(got, want) -> dict:
         g32, w32 = got.astype(cp.float32), want.astype(cp.float32)
         return _agreement(float(cp.abs(g32 - w32).max()), float(cp.abs(w32).max()))
-    feed = Feed(pool, fill, lambda a: cp.matmul(a, B.T), agreement, out_bytes=A.shape[0] * B.shape[0] * A.itemsize)
+    feed = Feed(pool, fill, lambda a: cp.matmul(a, B.T), agreement, out_bytes=A.shape[0] * B.shape[0] * A.itemsize,
+                matches=matches, weights_intact=weights_intact)
     feed.fresh()
     return feed
 
@@ -325,7 +361,7 @@ def measure_shape(torch, lib, M: int, N: int, K: int, rounds: int, calls: int, f
     import cudal2
     F = torch.nn.functional
     A, W = _torch_inputs(torch, M, N, K)
-    feed = torch_feed(torch, A, W, calls)
+    feed = torch_feed(torch, A, W, calls, w_seed=_seeds(M, N, K)[1])
     ours = feed.caller(lambda a: cudal2.linear(a, W), checked=True)  # the public API
     theirs = feed.caller(lambda a: F.linear(a, W))
     before = dict(lib.stats()["hits"])
@@ -379,7 +415,7 @@ def measure_shape_cupy(cp, lib, M: int, N: int, K: int, rounds: int, calls: int,
         return cp.random.default_rng(seed).standard_normal(shape, dtype=cp.float32).astype(cp.float16)
 
     A, B = _inputs(M, N, K, randn)
-    feed = cupy_feed(cp, A, B, calls)
+    feed = cupy_feed(cp, A, B, calls, randn, _seeds(M, N, K)[1])
     ours = feed.caller(lambda a: cudal2.matmul(a, B), checked=True)   # the public API, cupy in and out
     theirs = feed.caller(lambda a: cp.matmul(a, B.T))
     before = dict(lib.stats()["hits"])
