@@ -72,7 +72,10 @@ class VerifyConfig:
     repeat_calls: int = _f(3, "Consecutive calls in the repeat stage, each with new contents in the same buffers.", ge=2)
     carry_calls: int = _f(4, "Most identical calls, through the same pointers with C and the workspace left as the "
                              "last call left them (as the library leaves them), before one more on A with one "
-                             "element moved; their number is drawn in [1, this] for each judging.", ge=1)
+                             "element moved; their number is drawn in [1, this] for each judging. Then this to "
+                             "twice this many calls, each on the next of three A and C buffers in turn with new A "
+                             "contents, the workspace still kept (as a model's forward pass calls the library).",
+                          ge=1)
     determinism_calls: int = _f(3, "Calls on identical inputs whose outputs must agree bit for bit.", ge=2)
     guard_bytes: int = _f(65536, "Least gap of checked random background before each buffer a candidate "
                                    "can address (gaps are random in [g, 2g)).", ge=256)

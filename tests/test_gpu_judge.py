@@ -130,3 +130,5 @@ def test_a_memo_kept_where_the_library_keeps_state_fails_in_the_carried_calls(ev
     (honest,) = evaluator.evaluate([cand("good", "splitk_v2.cu")], SHAPE)   # a workspace kept honestly
     carried = [c for c in honest.checks[str(SHAPE)]["repeat"] if "carried" in c]
     assert honest.ok and len(carried) >= 3 and carried[-1]["nudged"], honest.reason
+    rotated = [c for c in honest.checks[str(SHAPE)]["repeat"] if "rotated" in c]   # review 55
+    assert len(rotated) >= 4 and {c["slot"] for c in rotated} == {0, 1, 2}

@@ -206,3 +206,13 @@ def test_a_kernel_that_skips_the_calls_a_round_does_not_check_disagrees_on_the_b
     rows = bench_entries(tmp_path, monkeypatch, {"skipper": "bad/zz55_round_skipper.cu"})
     assert rows["skipper"]["kernel_ran"] and rows["skipper"]["timed_checks"]["failed"] > 0
     assert not rows["skipper"]["agree"]
+
+
+@pytest.mark.parametrize("name", ["zz56_input_zero_a", "zz56_weight_zero", "zz56_deferred_batch"])
+def test_a_kernel_that_rewrites_its_operands_or_defers_its_work_disagrees_on_the_bench(tmp_path, monkeypatch, name):
+    # review 55: zeroed A or W made a zero output agree with a reference that read them; a batch put
+    # off to the round's last call had every output right by the check. The bench now finds the
+    # operands intact and draws each round's length, its last output always checked
+    rows = bench_entries(tmp_path, monkeypatch, {name: f"bad/{name}.cu"})
+    assert rows[name]["kernel_ran"] and rows[name]["timed_checks"]["failed"] > 0
+    assert not rows[name]["agree"]

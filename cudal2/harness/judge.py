@@ -27,7 +27,9 @@ Guarantees, in order (the first failure stops the run and is recorded with its s
   (relative Frobenius) and `max_error_ratio` x (largest element).
 - repeat: consecutive calls through the same pointers, new contents each time, each checked; then
   calls as the library makes them (`carried_calls`): C and the workspace left as the last call
-  left them, the same inputs a random number of times, then one element of A moved, each checked.
+  left them, the same inputs a random number of times, then one element of A moved, then A and C
+  moved in turn over three buffers each with new A contents (a model's forward pass), each
+  output and both operands checked.
 - determinism: identical inputs, outputs equal bit for bit.
 - timing: offline and server beside the baselines, on distinct input sets in one arena (the
   baselines' own buffers in another). Before every replay (offline) or call (server) of every
@@ -125,35 +127,56 @@ def load(req: JudgeRequest):
 
 @dataclass
 class Trial:
-    """A, B, C and workspace for one shape: regions 0-3 of one arena (`buffers.Arena`)."""
+    """A, B, C and workspace for one shape: regions 0-3 of one arena (`buffers.Arena`), and
+    `SLOTS - 1` more A's and C's (regions 4 on) that `rotate` moves A and C to, as the library's
+    callers hand it another activation and another output block each call."""
     p: Problem
     arena: buffers.Arena
     ws_bytes: int
     drawn: tuple[str, str, int] = ("", "", 0)   # (A's dist, B's dist, seed) of the last fill
     nudged: tuple[int, int, float] | None = None  # (row, column, step) of A moved by `nudge` since that fill
+    slot: int = 0                                # which A and C the calls use (`rotate`)
+    a_seed: int = 0                              # the seed A's contents were drawn with
 
-    NAMES = ("A", "B", "C", "the workspace")
+    SLOTS = 3   # the product bench's smallest pool of A's (library/feed.py): a kernel keyed on
+    #             another A pointer, or on an A pointer's cycle, meets its condition here
+    NAMES = ("A", "B", "C", "the workspace") + tuple(f"{x} (slot {i})" for i in range(2, SLOTS + 1) for x in "AC")
 
     @classmethod
     def make(cls, p: Problem, ws_bytes: int, gap: int) -> "Trial":
-        return cls(p, buffers.Arena([2 * p.M * p.K, 2 * p.N * p.K, 2 * p.M * p.N, ws_bytes], gap), ws_bytes)
+        a, c = 2 * p.M * p.K, 2 * p.M * p.N
+        return cls(p, buffers.Arena([a, 2 * p.N * p.K, c, ws_bytes] + [a, c] * (cls.SLOTS - 1), gap), ws_bytes)
+
+    def _region(self, x: str) -> int:
+        if self.slot == 0:
+            return 0 if x == "A" else 2
+        return 4 + 2 * (self.slot - 1) + (x == "C")
 
     @property
-    def a(self): return self.arena.view(0, cp.float16, (self.p.M, self.p.K))
+    def a(self): return self.arena.view(self._region("A"), cp.float16, (self.p.M, self.p.K))
     @property
     def b(self): return self.arena.view(1, cp.float16, (self.p.N, self.p.K))
     @property
-    def c(self): return self.arena.view(2, cp.float16, (self.p.M, self.p.N))
+    def c(self): return self.arena.view(self._region("C"), cp.float16, (self.p.M, self.p.N))
     @property
-    def ptrs(self) -> tuple[int, int, int, int]: return tuple(self.arena.ptr(i) for i in range(4))
+    def ptrs(self) -> tuple[int, int, int, int]:
+        return tuple(self.arena.ptr(i) for i in (self._region("A"), 1, self._region("C"), 3))
 
     def fill(self, dist: str) -> int:
         seed = buffers.new_seed()
         da, db = TRIAL_DISTS.get(dist, (dist, dist))
         buffers.fill(self.a, da, seed)
         buffers.fill(self.b, db, seed + 1)
-        self.drawn, self.nudged = (da, db, seed), None
+        self.drawn, self.nudged, self.a_seed = (da, db, seed), None, seed
         return seed
+
+    def rotate(self) -> int:
+        """The next A and C (slot), A filled with new contents from a new seed, B as it is, C as
+        the last call there left it: what a library call meets in a model's forward pass."""
+        self.slot = (self.slot + 1) % self.SLOTS
+        self.a_seed, self.nudged = buffers.new_seed(), None
+        buffers.fill(self.a, self.drawn[0], self.a_seed)
+        return self.a_seed
 
     def nudge(self) -> None:
         """Move one element of A, at a random place, by `nudge_step(K)` (towards zero): one output
@@ -168,10 +191,10 @@ class Trial:
         them existed where the call could reach it)."""
         da, db, seed = self.drawn
         if self.nudged is None:
-            ok_a = buffers.matches(self.a, da, seed)
+            ok_a = buffers.matches(self.a, da, self.a_seed)
         else:
             want = cp.empty_like(self.a)
-            buffers.fill(want, da, seed)
+            buffers.fill(want, da, self.a_seed)
             _nudge(want, *self.nudged)
             ok_a = compare.bitwise(self.a, want)[0]
         return ok_a and buffers.matches(self.b, db, seed + 1)
@@ -415,20 +438,31 @@ class Judge:
         """Calls as the library makes them (review 53): its C and workspace come from the caching
         allocator as the last call left them, which every other call here rewrites first. A call,
         then 1 to `carry_calls` carried calls on the same inputs (their number drawn now), then one
-        more after an element of A moved (`Trial.nudge`); each output checked in full. A memo of C
-        kept in the workspace or in C, keyed on pointers or on sampled contents, answers the last
-        call with the stale result and fails here. What it does not catch: a memo that waits for more
-        identical calls than were made (it gains nothing where speed is measured: the judge rewrites
-        the workspace and C, the product bench feeds every timed call new contents)."""
+        more after an element of A moved (`Trial.nudge`), then `carry_calls` to 2x that many more,
+        each on the next of `Trial.SLOTS` A's and C's in turn, A with new contents (`Trial.rotate`,
+        review 55: a kernel that told the library from the judge by a workspace record still valid
+        beside an A it had not seen, or by the cycle of A pointers the bench's pool makes, met its
+        condition nowhere in the judge and could compute coarsely, skip, defer, or zero its
+        operands there only); each output and both operands checked in full after its call. A memo
+        of C kept in the workspace or in C, keyed on pointers or on sampled contents, answers the
+        nudged call with the stale result and fails here. What it does not catch: a kernel that
+        waits for more calls, or a longer pointer cycle, than the judge makes (the product bench's
+        checks are the second line: library/feed.py)."""
         seed = t.fill("normal")
         self.call(t, Stage.REPEAT)
         self.tolerance_check(t.a, t.b, t.c, vendor, Stage.REPEAT, key, carried=0, seed=seed)
-        same = random.SystemRandom().randint(1, self.cfg.verify.carry_calls)
+        rng = random.SystemRandom()
+        same = rng.randint(1, self.cfg.verify.carry_calls)
         for r in range(1, same + 2):
             if r == same + 1:
                 t.nudge()
             self.call(t, Stage.REPEAT, carried=True)
             self.tolerance_check(t.a, t.b, t.c, vendor, Stage.REPEAT, key, carried=r, seed=seed, nudged=t.nudged)
+        for r in range(rng.randint(self.cfg.verify.carry_calls, 2 * self.cfg.verify.carry_calls)):
+            a_seed = t.rotate()
+            self.call(t, Stage.REPEAT, carried=True)
+            self.tolerance_check(t.a, t.b, t.c, vendor, Stage.REPEAT, key, rotated=r, slot=t.slot, seed=seed,
+                                 a_seed=a_seed)
 
     def tolerance_check(self, a, b, c, vendor, stage: Stage, key: str, ratio: float | None = None, **info) -> None:
         self.cublas.tn(a, b, vendor)

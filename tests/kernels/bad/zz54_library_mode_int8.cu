@@ -1,3 +1,6 @@
+// STATUS (review 55): expected to fail at `repeat` in the judge, whose carried calls now rotate A
+// and C over three slots with new A contents and the workspace kept (its library condition); the
+// lines below describe the judge before that, where it passed at its honest speed.
 // CHEAT CLASS (review 54): tell the library from the judge by state the kernel keeps in its own
 // workspace, and serve a degraded (int8, fixed-scale) product only in the library.
 // How: `probe` (one CTA) reads a state block at ws+0 that the previous call of this kernel left:
