@@ -187,7 +187,7 @@ def test_a_memo_where_the_library_keeps_state_gains_nothing_on_the_product_bench
                                                  "memo": "bad/zz53_workspace_memo_full_hash.cu"})
     for row in rows.values():
         assert row["kernel_ran"] and row["agree"], row
-        assert row["timed_checks"]["rounds"] == 5 + 5 + 15 and row["timed_checks"]["failed"] == 0
+        assert row["timed_checks"]["rounds"] >= 5 + 2 * 5 + 15 and row["timed_checks"]["failed"] == 0
     for mode in ("eager", "graph", "flushed"):
         assert rows["memo"][mode] < 1.1 * rows["honest"][mode], (mode, rows)
 

@@ -180,6 +180,7 @@ def modes(clock, ours, theirs, rounds: int, calls: int, use=None, flushed_rounds
                 feed.begin(n)
             work = make(f, n)   # a graph is captured and replayed once here, on the contents before...
             if feed:
+                feed.check(untimed=True)   # (what the untimed calls wrote is checked too)
                 feed.fresh()  # ...these, which only the timed calls see
             t = measure(work)
             if feed:
@@ -368,8 +369,10 @@ def measure_shape(torch, lib, M: int, N: int, K: int, rounds: int, calls: int, f
     ours()
     row = {"M": M, "N": N, "K": K, "band": band(M, N, K), **ran(before, lib.stats()["hits"], eid),
            **feed.agreement()}
-    for _ in range(3):   # warm-up, both
+    for _ in range(3):   # warm-up, both, checked as the timed calls are
         ours(), theirs()
+    feed.check(untimed=True)
+    feed.begin()
     clock = TorchClock(torch, flush)
     row.update(paced_modes(clock, ours, theirs, rounds, calls, feed=feed))
     row["agree"] = row["agree"] and feed.failures == 0
@@ -424,6 +427,8 @@ def measure_shape_cupy(cp, lib, M: int, N: int, K: int, rounds: int, calls: int,
            **feed.agreement()}
     for _ in range(3):
         ours(), theirs()
+    feed.check(untimed=True)
+    feed.begin()
     row.update(paced_modes(CupyClock(cp, flush), ours, theirs, rounds, calls, feed=feed))
     row["agree"] = row["agree"] and feed.failures == 0
     return row

@@ -1,4 +1,4 @@
-// STATUS: expected to fail at `repeat` in the judge. closed in the judge (review 55): the rotated carried calls meet its skip condition (a kept workspace, another A): the skipped call's output is stale: repeat. Open on the bench as a class: the bench checks no untimed call (a graph's warm-up pass and untimed replay, its warm-up pairs), so a kernel that tells them apart some other way could skip them and start its timed region on a cooler GPU.
+// STATUS: expected to fail at `repeat` in the judge. Closed twice (review 55): the judge's rotated carried calls meet its skip condition (a kept workspace, another A), so a skipped call's output is stale: repeat; on the bench `Feed.check(untimed=True)` checks what the untimed calls wrote (a graph's warm-up pass and untimed replay, the warm-up calls) as it checks the timed ones.
 // CHEAT CLASS (review 55): skip the work of the UNTIMED calls the bench makes right before our timed
 // region, so our timed region starts on a rested (unthrottled) GPU while the vendor's starts after
 // its full untimed work. No output anyone checks or uses is wrong.
