@@ -76,6 +76,8 @@ class VerifyConfig:
                              "twice this many calls, each on the next of three A and C buffers in turn with new A "
                              "contents, the workspace still kept (as a model's forward pass calls the library).",
                           ge=1)
+    light_carried: int = _f(3, "Interior M values of an M-range (its light shapes) also given the carried calls, "
+                               "drawn afresh for each judging.", ge=0)
     determinism_calls: int = _f(3, "Calls on identical inputs whose outputs must agree bit for bit.", ge=2)
     guard_bytes: int = _f(65536, "Least gap of checked random background before each buffer a candidate "
                                    "can address (gaps are random in [g, 2g)).", ge=256)

@@ -381,11 +381,12 @@ class Judge:
             cp.cuda.runtime.deviceSynchronize()
 
     # --- stages ------------------------------------------------------------------------------
-    def verify(self, p: Problem, light: bool = False) -> None:
+    def verify(self, p: Problem, light: bool = False, carried: bool | None = None) -> None:
         """Every verification stage at `p`; `light`: the exact stage, the Gaussian and the cancelling
-        trial only (for the many M values of an M-range; `trial_dists`)."""
+        trial only (for the many M values of an M-range; `trial_dists`), and the carried calls
+        where `carried` (by default: where not light)."""
         try:
-            self._verify(p, light)
+            self._verify(p, light, (not light) if carried is None else carried)
         except (cp.cuda.memory.OutOfMemoryError, cp.cuda.runtime.CUDARuntimeError) as e:
             # a shape the kernel's own claim adds (an M-range's ends) that does not fit: the claim's
             # failure, not the harness's (review 36: it left the judge as a "harness error", which
@@ -397,7 +398,7 @@ class Judge:
             raise Failed(Stage.LOAD, f"the buffers or the reference of shape {p}, which the kernel declares, do "
                                      "not fit in device memory") from None
 
-    def _verify(self, p: Problem, light: bool) -> None:
+    def _verify(self, p: Problem, light: bool, carried: bool) -> None:
         v = self.cfg.verify
         t = Trial.make(p, self.workspace_bytes(p), v.guard_bytes)
         key = str(p)
@@ -420,7 +421,9 @@ class Judge:
                     seed = t.fill("normal")  # new contents, same pointers
                     self.call(t, Stage.REPEAT)
                     self.tolerance_check(t.a, t.b, t.c, vendor, Stage.REPEAT, key, call=r, seed=seed)
+            if carried:
                 self.carried_calls(t, vendor, key)
+            if not light:
                 seed = t.fill("normal")
                 self.call(t, Stage.DETERMINISM)
                 first = t.c.copy()
@@ -891,11 +894,15 @@ def judge(req: JudgeRequest) -> dict:
             # (up to 128 + four tiles of 512) by two calls of ~10 s each: hours (review 41)
             until = time.monotonic() + cfg.verify.max_verify_s
             shapes = [(p, False)] + [(Problem(*s), False) for s in req.verify_shapes if tuple(s) != (p.M, p.N, p.K)]
-            for shape, light in shapes + [(Problem(*s), True) for s in req.light_shapes]:
+            # a few interior M values, drawn afresh, get the carried calls too: a kernel that took
+            # a library-only path at M values the full checks never use would meet them (review 55)
+            carried = set(random.SystemRandom().sample(range(len(req.light_shapes)),
+                                                       min(cfg.verify.light_carried, len(req.light_shapes))))
+            for i, (shape, light) in enumerate(shapes + [(Problem(*s), True) for s in req.light_shapes]):
                 if time.monotonic() > until:
                     raise Failed(Stage.LOAD, f"verifying the {len(shapes) + len(req.light_shapes)} shapes the kernel "
                                              f"declares took over {cfg.verify.max_verify_s:.0f} s")
-                j.verify(shape, light=light)
+                j.verify(shape, light=light, carried=not light or i - len(shapes) in carried)
         if req.time_it:
             times = j.time(p)
             out.update(summarize(p, times, dev, cfg))
