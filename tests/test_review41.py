@@ -85,7 +85,7 @@ def _judge_with_slow_calls(monkeypatch, cfg, seconds_per_shape: float, light: in
             from contextlib import nullcontext
             return nullcontext()
 
-        def verify(self, p, light=False):
+        def verify(self, p, light=False, carried=None):
             ran.append((p, light))
             clock.now += seconds_per_shape
 

@@ -64,7 +64,7 @@ import math
 import random
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import cupy as cp
 
@@ -134,9 +134,10 @@ class Trial:
     arena: buffers.Arena
     ws_bytes: int
     drawn: tuple[str, str, int] = ("", "", 0)   # (A's dist, B's dist, seed) of the last fill
-    nudged: tuple[int, int, float] | None = None  # (row, column, step) of A moved by `nudge` since that fill
     slot: int = 0                                # which A and C the calls use (`rotate`)
-    a_seed: int = 0                              # the seed A's contents were drawn with
+    a_seeds: dict[int, int] = field(default_factory=dict)   # the seed each slot's A was last drawn with
+    nudges: dict[int, tuple[int, int, float]] = field(default_factory=dict)   # (row, column, step) of
+    #                                              the element `nudge` moved in a slot's A since its fill
 
     SLOTS = 3   # the product bench's smallest pool of A's (library/feed.py): a kernel keyed on
     #             another A pointer, or on an A pointer's cycle, meets its condition here
@@ -147,13 +148,17 @@ class Trial:
         a, c = 2 * p.M * p.K, 2 * p.M * p.N
         return cls(p, buffers.Arena([a, 2 * p.N * p.K, c, ws_bytes] + [a, c] * (cls.SLOTS - 1), gap), ws_bytes)
 
-    def _region(self, x: str) -> int:
-        if self.slot == 0:
+    def _region(self, x: str, slot: int | None = None) -> int:
+        slot = self.slot if slot is None else slot
+        if slot == 0:
             return 0 if x == "A" else 2
-        return 4 + 2 * (self.slot - 1) + (x == "C")
+        return 4 + 2 * (slot - 1) + (x == "C")
+
+    def a_at(self, slot: int):
+        return self.arena.view(self._region("A", slot), cp.float16, (self.p.M, self.p.K))
 
     @property
-    def a(self): return self.arena.view(self._region("A"), cp.float16, (self.p.M, self.p.K))
+    def a(self): return self.a_at(self.slot)
     @property
     def b(self): return self.arena.view(1, cp.float16, (self.p.N, self.p.K))
     @property
@@ -167,37 +172,57 @@ class Trial:
         da, db = TRIAL_DISTS.get(dist, (dist, dist))
         buffers.fill(self.a, da, seed)
         buffers.fill(self.b, db, seed + 1)
-        self.drawn, self.nudged, self.a_seed = (da, db, seed), None, seed
+        self.drawn, self.a_seeds, self.nudges = (da, db, seed), {self.slot: seed}, {}
         return seed
+
+    @property
+    def nudged(self) -> tuple[int, int, float] | None:
+        """The nudge in the A now in use, if any."""
+        return self.nudges.get(self.slot)
 
     def rotate(self) -> int:
         """The next A and C (slot), A filled with new contents from a new seed, B as it is, C as
         the last call there left it: what a library call meets in a model's forward pass."""
         self.slot = (self.slot + 1) % self.SLOTS
-        self.a_seed, self.nudged = buffers.new_seed(), None
-        buffers.fill(self.a, self.drawn[0], self.a_seed)
-        return self.a_seed
+        seed = buffers.new_seed()
+        self.a_seeds[self.slot] = seed
+        self.nudges.pop(self.slot, None)
+        buffers.fill(self.a, self.drawn[0], seed)
+        return seed
+
+    def settle(self) -> None:
+        """Back to slot 0, every other slot's A and C overwritten with random bytes: nothing a
+        carried call left there reaches a later stage's calls (which rewrite only the slot in use)."""
+        for slot in range(1, self.SLOTS):
+            for x in "AC":
+                i = self._region(x, slot)   # (all but its last bytes past a multiple of 8: at most 6)
+                buffers.randomize_at(self.arena.ptr(i), self.arena.sizes[i] - self.arena.sizes[i] % 8)
+        self.slot, self.a_seeds, self.nudges = 0, {}, {}
 
     def nudge(self) -> None:
         """Move one element of A, at a random place, by `nudge_step(K)` (towards zero): one output
         row changes by that multiple of a column of B, far past the tolerance, while a key sampled
         from A most likely misses it."""
         r, k = random.SystemRandom().randrange(self.p.M), random.SystemRandom().randrange(self.p.K)
-        self.nudged = (r, k, nudge_step(self.p.K))
-        _nudge(self.a, *self.nudged)
+        self.nudges[self.slot] = (r, k, nudge_step(self.p.K))
+        _nudge(self.a, *self.nudges[self.slot])
 
     def inputs_intact(self) -> bool:
-        """A and B still hold what their seed gives, and the nudge since (regenerated now: no copy of
-        them existed where the call could reach it)."""
+        """Every A drawn since the fill (each slot's) and B still hold what their seed gives, and a
+        nudge since (regenerated now: no copy of them existed where the call could reach it)."""
         da, db, seed = self.drawn
-        if self.nudged is None:
-            ok_a = buffers.matches(self.a, da, self.a_seed)
-        else:
-            want = cp.empty_like(self.a)
-            buffers.fill(want, da, self.a_seed)
-            _nudge(want, *self.nudged)
-            ok_a = compare.bitwise(self.a, want)[0]
-        return ok_a and buffers.matches(self.b, db, seed + 1)
+        for slot, a_seed in self.a_seeds.items():   # every A drawn since the fill: a user's activations
+            a = self.a_at(slot)
+            if slot in self.nudges:
+                want = cp.empty_like(a)
+                buffers.fill(want, da, a_seed)
+                _nudge(want, *self.nudges[slot])
+                ok_a = compare.bitwise(a, want)[0]
+            else:
+                ok_a = buffers.matches(a, da, a_seed)
+            if not ok_a:
+                return False
+        return buffers.matches(self.b, db, seed + 1)
 
 
 def nudge_step(K: int) -> float:
@@ -461,11 +486,13 @@ class Judge:
                 t.nudge()
             self.call(t, Stage.REPEAT, carried=True)
             self.tolerance_check(t.a, t.b, t.c, vendor, Stage.REPEAT, key, carried=r, seed=seed, nudged=t.nudged)
-        for r in range(rng.randint(self.cfg.verify.carry_calls, 2 * self.cfg.verify.carry_calls)):
+        least = max(self.cfg.verify.carry_calls, Trial.SLOTS + 1)   # a cycle seen whole, and its first again
+        for r in range(rng.randint(least, 2 * least)):
             a_seed = t.rotate()
             self.call(t, Stage.REPEAT, carried=True)
             self.tolerance_check(t.a, t.b, t.c, vendor, Stage.REPEAT, key, rotated=r, slot=t.slot, seed=seed,
                                  a_seed=a_seed)
+        t.settle()
 
     def tolerance_check(self, a, b, c, vendor, stage: Stage, key: str, ratio: float | None = None, **info) -> None:
         self.cublas.tn(a, b, vendor)

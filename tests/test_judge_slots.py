@@ -1,0 +1,83 @@
+"""The carried calls' slots, on the CPU: the judge's Trial moves A and C over its slots as a model's
+forward pass hands the library other buffers, checks every A it drew since the fill (a nudged one
+as nudged), and leaves nothing in the other slots once it settles (review 55). The buffers are
+numpy arrays here, filled from their seed; the GPU runs the same bookkeeping on cupy arrays."""
+
+import types
+
+import numpy as np
+import pytest
+
+from cudal2.harness import judge
+from cudal2.problem import Problem
+
+
+class Arena:
+    def __init__(self, sizes):
+        self.sizes = list(sizes)
+        self.raw = [np.zeros(s // 2, np.float16) for s in sizes]
+
+    def view(self, i, dtype, shape):
+        return self.raw[i].reshape(shape)
+
+    def ptr(self, i):
+        return i
+
+
+@pytest.fixture
+def trial(monkeypatch):
+    def fill(x, dist, seed):
+        x[...] = np.random.default_rng(seed).standard_normal(x.shape).astype(np.float16)
+
+    def matches(x, dist, seed):
+        want = np.empty_like(x)
+        fill(want, dist, seed)
+        return bool((x.view(np.uint16) == want.view(np.uint16)).all())
+    seeds = iter(range(1000, 2000))
+    arenas = []
+
+    def randomize_at(i, nbytes):
+        arenas[0].raw[i][...] = np.random.default_rng(7).standard_normal(arenas[0].raw[i].shape)
+
+    monkeypatch.setattr(judge, "buffers", types.SimpleNamespace(
+        fill=fill, matches=matches, new_seed=lambda: next(seeds), randomize_at=randomize_at,
+        Arena=lambda sizes, gap: arenas.append(Arena(sizes)) or arenas[-1]))
+    monkeypatch.setattr(judge, "cp", types.SimpleNamespace(empty_like=np.empty_like, float16=np.float16,
+                                                           where=np.where))
+    monkeypatch.setattr(judge.compare, "bitwise", lambda a, b: (bool((a == b).all()), {}))
+    t = judge.Trial.make(Problem(4, 8, 16), 64, 0)
+    t.fill("normal")
+    return t
+
+
+def test_rotation_visits_every_slot_with_new_contents_and_keeps_b(trial):
+    b = trial.b.copy()
+    seen = {trial.ptrs[0]: trial.a.copy()}
+    for _ in range(judge.Trial.SLOTS):
+        trial.rotate()
+        assert not any(np.array_equal(trial.a, old) for old in seen.values())
+        seen[trial.ptrs[0]] = trial.a.copy()
+    assert len(seen) == judge.Trial.SLOTS and np.array_equal(trial.b, b)
+    regions = [trial._region(x, s) for s in range(judge.Trial.SLOTS) for x in "AC"]
+    assert len(set(regions)) == len(regions) and 1 not in regions and 3 not in regions   # B, the workspace
+
+
+def test_an_a_the_calls_moved_on_from_is_still_checked(trial):
+    trial.rotate()
+    assert trial.inputs_intact()
+    trial.a_at(0)[0, 0] = 0   # the previous call's activation, zeroed by a later call
+    assert not trial.inputs_intact()
+
+
+def test_a_nudged_a_stays_intact_after_the_calls_move_on(trial):
+    trial.nudge()
+    assert trial.nudged and trial.inputs_intact()
+    trial.rotate()
+    assert trial.nudged is None and trial.inputs_intact()   # slot 0 still holds its nudge, as recorded
+
+
+def test_settling_overwrites_the_other_slots_and_returns_to_the_first(trial):
+    trial.rotate()
+    kept = trial.a.copy()
+    trial.settle()
+    assert trial.slot == 0 and not np.array_equal(trial.a_at(1), kept)
