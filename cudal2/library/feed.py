@@ -32,6 +32,13 @@ Guarantees:
   the check reads what the timed replay wrote for the A `fresh()` rewrote; `check(untimed=True)`
   checks the calls nobody times alike (a graph's warm-up pass and untimed replay, the bench's
   warm-up calls);
+- right behind one call of each pass, drawn (not the last, which is checked whole), a few drawn
+  elements of its output are copied on its stream (`Snapshot`; a node of the graph in graph mode)
+  and compared with the reference after the round: an output must be there when its call
+  returns, not by the round's end (a kernel that put calls' work off to a later call of the
+  round had every output right by the check; a graph's untimed replay shows it the exact cycle
+  its timed replay repeats, so a drawn length alone did not stop it there: review 55). The copy
+  is timed work, the same on both sides: one small kernel a round;
 - `length(calls)` draws each round's calls (half of `calls` to `calls`, the same for both sides):
   with a fixed length a kernel that counts calls from a round's start knew its last call and could
   put the others' work off until it, batched, every output there when checked (review 55);
@@ -67,17 +74,28 @@ def pool_size(calls: int, a_bytes: int, l2_bytes: int) -> int:
     return max(3, min(calls, l2_bytes // 4 // max(a_bytes, 1)))
 
 
+class Snapshot:
+    """How the bench copies a few elements of one output right behind its call: `places(seed)`
+    draws where (on the device, from a seed the feed draws), `take(out, places)` enqueues the copy
+    on the call's stream, `pick(ref, places)` the same places of a reference."""
+
+    def places(self, seed: int) -> Any: ...
+    def take(self, out: Any, places: Any) -> Any: ...
+    def pick(self, ref: Any, places: Any) -> Any: ...
+
+
 class Feed:
     def __init__(self, pool: list, fill: Callable[[Any, int], None], reference: Callable[[Any], Any],
                  agreement: Callable[[Any, Any], dict], out_bytes: int = 0, seed: int | None = None,
                  matches: Callable[[Any, int], bool] | None = None,
-                 weights_intact: Callable[[], bool] | None = None):
+                 weights_intact: Callable[[], bool] | None = None, snapshot: "Snapshot | None" = None):
         """`agreement(got, want)`: {"max_abs_diff", "agree"} of an output against the reference;
         `out_bytes`: one output's size (for `round_cap`); `seed`: of the draws (tests; by default
         the OS's entropy, so no kernel can know a fill, a round's length or the checked outputs);
         `matches(a, seed)`: whether pool tensor a holds what `fill(., seed)` wrote, bit for bit;
         `weights_intact()`: whether B still holds what it was made with (regenerated, not a copy a
-        kernel could find)."""
+        kernel could find); `snapshot`: how to copy a few drawn elements of an output right after
+        its call (`Snapshot`), or None for no snapshots."""
         self.pool, self.fill, self.reference, self.compare = pool, fill, reference, agreement
         self.matches, self.weights_intact = matches, weights_intact
         self.round_cap = max(3, min(len(pool), KEPT_BYTES // max(out_bytes, 1)))
@@ -86,6 +104,7 @@ class Feed:
         self.i = 0
         self.calls = 1
         self.kept: list[tuple] = []
+        self.snap, self.snaps, self.snap_at, self.places, self.made = snapshot, [], None, None, 0
         self.checks = self.failures = self.other_failures = 0
 
     def caller(self, fn: Callable[[Any], Any], checked: bool = False) -> Callable[[], Any]:
@@ -93,6 +112,11 @@ class Feed:
             a = self.pool[self.i % len(self.pool)]
             self.i += 1
             out = fn(a)
+            if self.snap_at is not None and self.made % self.calls == self.snap_at:
+                # right behind the call, on its stream (a graph captures it as a node): what the
+                # call had written by the time it returned, not by the end of the round
+                self.snaps.append((self.snap.take(out, self.places), a, checked))
+            self.made += 1
             self.kept.append((out, a, checked))
             return out
         return call
@@ -106,11 +130,16 @@ class Feed:
         return self.draw.randint(max(2, min(calls, -(-calls // 2))), calls) if calls > 1 else 1
 
     def begin(self, calls: int = 1) -> None:
-        """A caller's turn of `calls` calls a pass starts: the last turn's outputs go."""
-        self.kept, self.calls = [], calls
+        """A caller's turn of `calls` calls a pass starts: the last turn's outputs go; the call of
+        each pass whose output is copied right behind it (`Snapshot`), and the places copied, are
+        drawn (none in a turn of one call, whose output is checked whole)."""
+        self.kept, self.calls, self.snaps, self.made = [], calls, [], 0
+        self.snap_at = self.draw.randrange(calls - 1) if self.snap and calls > 1 else None
+        self.places = self.snap.places(self.draw.getrandbits(63)) if self.snap_at is not None else None
 
     def fresh(self) -> None:
         self.kept = self.kept[len(self.kept) - self.calls:] if self.kept else []   # a graph's warm-up
+        self.snaps = self.snaps[-1:]   # (the capture's, which the timed replay rewrites)
         for j in reversed(range(len(self.pool))):  # the first calls read the last written: A as a model's
             self.seeds[j] = self.draw.getrandbits(63)   # layer finds it, just written by the op before
             self.fill(self.pool[j], self.seeds[j])
@@ -144,6 +173,8 @@ class Feed:
         picked = [turn[-1]] + self.draw.sample(turn[:-1], min(CHECKS_PER_ROUND - 1, len(turn) - 1))
         intact = self.intact()
         agree = [(checked, self.compare(out, self.reference(a))["agree"]) for out, a, checked in picked]  # all, always
+        agree += [(checked, self.compare(got, self.snap.pick(self.reference(a), self.places))["agree"])
+                  for got, a, checked in (self.snaps if untimed else self.snaps[-1:])]
         for side in (True, False):
             mine = [ok for checked, ok in agree if checked == side]
             if not mine:
@@ -155,7 +186,7 @@ class Feed:
             else:
                 self.other_failures += failed
         if not untimed:
-            self.kept = []
+            self.kept, self.snaps = [], []
 
     def agreement(self) -> dict:
         """The last call's output against the reference on the A it read."""

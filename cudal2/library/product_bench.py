@@ -49,7 +49,7 @@ import statistics
 import time
 from pathlib import Path
 
-from cudal2.library.feed import Feed, pool_size
+from cudal2.library.feed import Feed, Snapshot, pool_size
 
 BANDS = ((0, 30, "below 2^30"), (30, 36, "2^30-2^35"), (36, 99, "2^36 and above"))
 
@@ -250,6 +250,11 @@ def _torch_agreement(got, want) -> dict:
     return _agreement(float((got.float() - want).abs().max()), float(want.abs().max()))
 
 
+# Elements of one output a round copies right behind its call (`feed.Snapshot`): a kernel that put a
+# call's work off to a later call of the round returned them unwritten (review 55)
+SNAPSHOT_PLACES = 32
+
+
 def torch_feed(torch, A, W, calls: int, w_seed: int | None = None) -> Feed:
     """A pool of A-shaped tensors (A the first) for a round of `calls` calls against W, refilled
     with fresh Gaussian values before every timed region; checked against F.linear, after checking
@@ -268,9 +273,18 @@ def torch_feed(torch, A, W, calls: int, w_seed: int | None = None) -> Feed:
 
     def weights_intact():
         return w_seed is None or torch.equal(W, _torch_randn(torch, tuple(W.shape), w_seed))
+
+    class Snap(Snapshot):
+        def places(self, seed):
+            gen = torch.Generator(device=A.device).manual_seed(seed)
+            return torch.randint(0, A.shape[0] * W.shape[0], (SNAPSHOT_PLACES,), device=A.device, generator=gen)
+
+        def take(self, out, places):
+            return out.reshape(-1).index_select(0, places)
+        pick = take
     feed = Feed(pool, fill, lambda a: torch.nn.functional.linear(a, W), _torch_agreement,
                 out_bytes=A.shape[0] * W.shape[0] * A.element_size(), matches=matches,
-                weights_intact=weights_intact)
+                weights_intact=weights_intact, snapshot=Snap())
     feed.fresh()
     return feed
 
@@ -295,8 +309,15 @@ def cupy_feed(cp, A, B, calls: int, randn=None, b_seed: int | None = None) -> Fe
     def agreement(got, want) -> dict:
         g32, w32 = got.astype(cp.float32), want.astype(cp.float32)
         return _agreement(float(cp.abs(g32 - w32).max()), float(cp.abs(w32).max()))
+    class Snap(Snapshot):
+        def places(self, seed):
+            return cp.random.default_rng(seed).integers(0, A.shape[0] * B.shape[0], SNAPSHOT_PLACES)
+
+        def take(self, out, places):
+            return out.ravel().take(places)
+        pick = take
     feed = Feed(pool, fill, lambda a: cp.matmul(a, B.T), agreement, out_bytes=A.shape[0] * B.shape[0] * A.itemsize,
-                matches=matches, weights_intact=weights_intact)
+                matches=matches, weights_intact=weights_intact, snapshot=Snap())
     feed.fresh()
     return feed
 

@@ -1,4 +1,4 @@
-// STATUS: expected to fail at `repeat` in the judge. closed twice (review 55): the judge's rotated carried calls cycle three A slots, so from the fourth such call it defers, and the deferred call's output, checked as soon as the call returns, is stale: repeat. On the bench each round's length is drawn and its last output always checked, so a kernel cannot know the call that must flush the batch.
+// STATUS: expected to fail at `repeat` in the judge. Closed twice (review 55): the judge's rotated carried calls cycle three A slots, so from the fourth such call it defers, and the deferred call's output, checked as soon as the call returns, is stale: repeat. On the bench a drawn call's output is copied right behind it (feed.Snapshot, also a node of every captured graph) and found unwritten; each round's length is drawn too.
 // CHEAT CLASS (review 55): DEFER a call's work to a later call of the same round. The product bench
 // keeps every output of a round and checks four of them, drawn after the round (feed.py:96-114),
 // so an output only has to be right by the END of the round, not when its own call returns (which
