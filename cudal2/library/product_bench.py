@@ -8,8 +8,9 @@ Guarantees:
   Gaussian inputs (never zeros), after checking that the two
   agree; every timed call reads A contents no earlier call read (`feed.Feed`, review 53: the
   library leaves C and the workspace as the last call left them, so a memo there must find
-  nothing to reuse), and what our timed calls returned is checked after each timed round
-  (`timed_checks`; a failure clears `agree`, so `record` serves nothing). With `serve_all` this
+  nothing to reuse), and what our calls returned, timed or not, is checked after each round,
+  the operands first (`feed.Feed.check`; `timed_checks`; a failure clears `agree`, so `record`
+  serves nothing). With `serve_all` this
   process serves every entry, whatever the manifest says, so the bench can decide what is served;
   without it, what the manifest serves, as a user gets it (the vendor's shapes then measure the
   fallback's cost). Whether the library call ran the entry's
@@ -168,9 +169,10 @@ def modes(clock, ours, theirs, rounds: int, calls: int, use=None, flushed_rounds
     reason in `graph_error`. With a `feed` (`feed.Feed`, whose callers `ours` and `theirs` are),
     each timing, once its graph is captured, is preceded by `feed.fresh()` and followed by
     `feed.check()`, both untimed: no timed call sees contents an earlier call saw, and what `ours`
-    returned in every timed round (its last output, and outputs drawn after it ran) is compared with
-    the reference, once the operands are found intact (`theirs` alike, so both sides do the same
-    work between timed regions)."""
+    returned in every timed round (its last output, outputs drawn after it ran, and a few elements
+    of one drawn call's output copied right behind that call) is compared with the reference, once
+    the operands are found intact, and what the untimed calls before it wrote is checked alike
+    (`theirs` too, so both sides do the same work between timed regions)."""
     use = use or (lambda f: None)
 
     def timed(make, measure=clock.time):
