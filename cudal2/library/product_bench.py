@@ -313,7 +313,9 @@ def cupy_feed(cp, A, B, calls: int, randn=None, b_seed: int | None = None) -> Fe
         return _agreement(float(cp.abs(g32 - w32).max()), float(cp.abs(w32).max()))
     class Snap(Snapshot):
         def places(self, seed):
-            return cp.random.default_rng(seed).integers(0, A.shape[0] * B.shape[0], SNAPSHOT_PLACES)
+            at = cp.random.default_rng(seed).integers(0, A.shape[0] * B.shape[0], SNAPSHOT_PLACES)
+            cp.cuda.get_current_stream().synchronize()   # CupyClock's capture stream does not wait on this one
+            return at
 
         def take(self, out, places):
             return out.ravel().take(places)
