@@ -26,13 +26,24 @@ class Weights:
     intact = True
 
 
+class Copy:
+    """A snapshot's buffer: what an output held when its call returned."""
+    value = None
+
+    def __eq__(self, other):
+        return self.value == other
+
+
 class Snap(fd.Snapshot):
-    """What an output held when its call returned (a deferred one: nothing yet)."""
+    """Copies what an output held when its call returned (a deferred one: nothing yet)."""
     def places(self, seed):
         return None
 
-    def take(self, out, places):
-        return ("C", out.contents if out.done else None) if isinstance(out, Later) else out
+    def buffer(self):
+        return Copy()
+
+    def take(self, out, places, into):
+        into.value = ("C", out.contents if out.done else None) if isinstance(out, Later) else out
 
     def pick(self, ref, places):
         return ref
@@ -124,7 +135,7 @@ def test_the_vendors_turn_is_checked_alike_but_counts_apart():
     feed.fresh()
     compared = []
     compare = feed.compare
-    feed.compare = lambda got, want: compared.append(got[1] == "wrong") or compare(got, want)
+    feed.compare = lambda got, want: compared.append(getattr(got, "value", got)[1] == "wrong") or compare(got, want)
     ours = feed.caller(vendor(clock), checked=True)
     theirs = feed.caller(lambda a: ("C", "wrong"))
     pb.modes(clock, ours, theirs, rounds=2, calls=3, feed=feed)
@@ -375,3 +386,48 @@ def test_a_kernel_that_defers_in_a_graphs_timed_replay_is_caught_by_the_snapshot
         replay()
         feed.check()
     assert feed.failures >= 4   # every timed replay: the snapshot's call was deferred
+
+
+def test_each_pass_of_a_turn_draws_its_own_snapshot_place():
+    # a graph's warm-up pass runs eagerly first: where its copy sat must say nothing of the capture's
+    feed = make_feed(8)
+    plans = []
+    for _ in range(50):
+        feed.begin(8)
+        plans.append([at for at, _, _ in feed.plan])
+    assert all(len(p) == fd.PASSES and all(0 <= at < 7 for at in p) for p in plans)
+    assert any(p[0] != p[1] for p in plans)
+
+
+def test_a_graph_is_uploaded_not_run_before_its_timed_replay(monkeypatch):
+    # a replay of the graph the timed one repeats showed a kernel its calls, their number and where
+    # the snapshot sits (review 56): where torch gives the graph's handle it is only uploaded
+    import contextlib
+    import types
+
+    from cudal2.harness import driver
+    runs, uploads = [], []
+
+    class Graph:
+        def replay(self):
+            runs.append("replay")
+
+        def raw_cuda_graph_exec(self):
+            return 1234
+
+    class Stream:
+        cuda_stream = 99
+
+        def wait_stream(self, other):
+            pass
+
+        def synchronize(self):
+            pass
+    cuda = types.SimpleNamespace(CUDAGraph=Graph, Stream=Stream, current_stream=Stream,
+                                 stream=lambda s: contextlib.nullcontext(), graph=lambda g: contextlib.nullcontext())
+    monkeypatch.setattr(driver, "graph_upload", lambda g, s: uploads.append((g, s)))
+    clock = pb.TorchClock(types.SimpleNamespace(cuda=cuda), flush=None)
+    replay = clock.graph(lambda: runs.append("call"))
+    assert runs == ["call", "call"] and uploads == [(1234, 99)] and clock.warm == "upload"   # warm-up, capture
+    replay()
+    assert runs[-1] == "replay"

@@ -91,6 +91,14 @@ def lib() -> ctypes.CDLL:
     return _lib
 
 
+def graph_upload(graph_exec: int, stream: int) -> None:
+    """Upload an instantiated graph to the device on `stream` (cuGraphUpload): its first launch
+    then costs what every later one does, without running it."""
+    cu = lib()
+    cu.cuGraphUpload.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+    check(cu.cuGraphUpload(ctypes.c_void_p(graph_exec), ctypes.c_void_p(stream)), "cuGraphUpload")
+
+
 def error_name(rc: int) -> str:
     name = ctypes.c_char_p()
     if lib().cuGetErrorName(ctypes.c_int(rc), ctypes.byref(name)) != CUDA_SUCCESS or not name.value:

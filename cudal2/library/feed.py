@@ -32,13 +32,15 @@ Guarantees:
   the check reads what the timed replay wrote for the A `fresh()` rewrote; `check(untimed=True)`
   checks the calls nobody times alike (a graph's warm-up pass and untimed replay, the bench's
   warm-up calls);
-- right behind one call of each pass, drawn (not the last, which is checked whole), a few drawn
-  elements of its output are copied on its stream (`Snapshot`; a node of the graph in graph mode)
-  and compared with the reference after the round: an output must be there when its call
-  returns, not by the round's end (a kernel that put calls' work off to a later call of the
-  round had every output right by the check; a graph's untimed replay shows it the exact cycle
-  its timed replay repeats, so a drawn length alone did not stop it there: review 55). The copy
-  is timed work, the same on both sides: one small kernel a round;
+- right behind one call of each pass, drawn for each pass apart (not the last, which is checked
+  whole), a few drawn elements of its output are copied on its stream into a buffer made before
+  the pass (`Snapshot`; a node of the graph in graph mode) and compared with the reference after
+  the round: an output must be there when its call returns, not by the round's end (a kernel
+  that put calls' work off to a later call of the round had every output right by the check,
+  review 55). No graph runs before its timed replay (product_bench.TorchClock.graph uploads it):
+  a replay of it showed a kernel the calls, their number and where the copy sits, which the
+  timed replay repeats (review 56). The copy is timed work, the same on both sides: one small
+  kernel a round;
 - `length(calls)` draws each round's calls (half of `calls` to `calls`, the same for both sides):
   with a fixed length a kernel that counts calls from a round's start knew its last call and could
   put the others' work off until it, batched, every output there when checked (review 55);
@@ -76,12 +78,18 @@ def pool_size(calls: int, a_bytes: int, l2_bytes: int) -> int:
 
 class Snapshot:
     """How the bench copies a few elements of one output right behind its call: `places(seed)`
-    draws where (on the device, from a seed the feed draws), `take(out, places)` enqueues the copy
-    on the call's stream, `pick(ref, places)` the same places of a reference."""
+    draws where (on the device, from a seed the feed draws), `buffer()` makes what the copy goes
+    into (before any capture: an allocation between two calls of a graph would move every later
+    C, a mark a kernel could read: review 56), `take(out, places, into)` enqueues the copy on the
+    call's stream, `pick(ref, places)` the same places of a reference."""
 
     def places(self, seed: int) -> Any: ...
-    def take(self, out: Any, places: Any) -> Any: ...
+    def buffer(self) -> Any: ...
+    def take(self, out: Any, places: Any, into: Any) -> None: ...
     def pick(self, ref: Any, places: Any) -> Any: ...
+
+
+PASSES = 2   # passes of a turn's calls: a graph's warm-up and its capture (eager: one)
 
 
 class Feed:
@@ -104,7 +112,7 @@ class Feed:
         self.i = 0
         self.calls = 1
         self.kept: list[tuple] = []
-        self.snap, self.snaps, self.snap_at, self.places, self.made = snapshot, [], None, None, 0
+        self.snap, self.snaps, self.plan, self.made = snapshot, [], [], 0
         self.checks = self.failures = self.other_failures = 0
 
     def caller(self, fn: Callable[[Any], Any], checked: bool = False) -> Callable[[], Any]:
@@ -112,10 +120,13 @@ class Feed:
             a = self.pool[self.i % len(self.pool)]
             self.i += 1
             out = fn(a)
-            if self.snap_at is not None and self.made % self.calls == self.snap_at:
+            k, at = divmod(self.made, self.calls)
+            if k < len(self.plan) and at == self.plan[k][0]:
                 # right behind the call, on its stream (a graph captures it as a node): what the
                 # call had written by the time it returned, not by the end of the round
-                self.snaps.append((self.snap.take(out, self.places), a, checked))
+                _, places, into = self.plan[k]
+                self.snap.take(out, places, into)
+                self.snaps.append((into, places, a, checked))
             self.made += 1
             self.kept.append((out, a, checked))
             return out
@@ -130,12 +141,14 @@ class Feed:
         return self.draw.randint(max(2, min(calls, -(-calls // 2))), calls) if calls > 1 else 1
 
     def begin(self, calls: int = 1) -> None:
-        """A caller's turn of `calls` calls a pass starts: the last turn's outputs go; the call of
-        each pass whose output is copied right behind it (`Snapshot`), and the places copied, are
-        drawn (none in a turn of one call, whose output is checked whole)."""
+        """A caller's turn of `calls` calls a pass starts: the last turn's outputs go; for each of
+        the turn's passes, the call whose output is copied right behind it (`Snapshot`; never the
+        last, which is checked whole), the places copied and the buffer they go to are drawn and
+        made, each pass's apart (a graph's warm-up pass shows nothing of where its capture's copy
+        sits); none in a turn of one call."""
         self.kept, self.calls, self.snaps, self.made = [], calls, [], 0
-        self.snap_at = self.draw.randrange(calls - 1) if self.snap and calls > 1 else None
-        self.places = self.snap.places(self.draw.getrandbits(63)) if self.snap_at is not None else None
+        self.plan = [(self.draw.randrange(calls - 1), self.snap.places(self.draw.getrandbits(63)), self.snap.buffer())
+                     for _ in range(PASSES)] if self.snap and calls > 1 else []
 
     def fresh(self) -> None:
         self.kept = self.kept[len(self.kept) - self.calls:] if self.kept else []   # a graph's warm-up
@@ -173,8 +186,8 @@ class Feed:
         picked = [turn[-1]] + self.draw.sample(turn[:-1], min(CHECKS_PER_ROUND - 1, len(turn) - 1))
         intact = self.intact()
         agree = [(checked, self.compare(out, self.reference(a))["agree"]) for out, a, checked in picked]  # all, always
-        agree += [(checked, self.compare(got, self.snap.pick(self.reference(a), self.places))["agree"])
-                  for got, a, checked in (self.snaps if untimed else self.snaps[-1:])]
+        agree += [(checked, self.compare(got, self.snap.pick(self.reference(a), places))["agree"])
+                  for got, places, a, checked in (self.snaps if untimed else self.snaps[-1:])]
         for side in (True, False):
             mine = [ok for checked, ok in agree if checked == side]
             if not mine:

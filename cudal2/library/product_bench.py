@@ -80,6 +80,7 @@ class TorchClock:
 
     def __init__(self, torch, flush):
         self.t, self.flush = torch, flush
+        self.warm = None   # how `graph` readied its last graph: "upload" (not run) or "replay"
 
     def time(self, work) -> float:
         e0, e1 = self.t.cuda.Event(enable_timing=True), self.t.cuda.Event(enable_timing=True)
@@ -104,7 +105,18 @@ class TorchClock:
         torch.cuda.current_stream().wait_stream(s)
         with torch.cuda.graph(g):
             work()
-        g.replay()   # untimed: a new graph's first launch also uploads it (more nodes, more cost)
+        # A new graph's first launch also uploads it (more nodes, more cost), so it is uploaded
+        # untimed; not replayed: a replay of the graph the timed one repeats showed a kernel its
+        # calls, their number and where the bench's snapshot sits (review 56). A torch without
+        # the graph's handle replays it once, as before (`warm`)
+        if hasattr(g, "raw_cuda_graph_exec"):
+            from cudal2.harness import driver
+            driver.graph_upload(g.raw_cuda_graph_exec(), torch.cuda.current_stream().cuda_stream)
+            torch.cuda.current_stream().synchronize()
+            self.warm = "upload"
+        else:
+            g.replay()
+            self.warm = "replay"
         return g.replay
 
 
@@ -113,6 +125,7 @@ class CupyClock:
 
     def __init__(self, cp, flush):
         self.cp, self.flush = cp, flush
+        self.warm = None
 
     def time(self, work) -> float:
         cp = self.cp
@@ -139,7 +152,9 @@ class CupyClock:
                 work()
             finally:
                 g = s.end_capture()
-        g.launch(cp.cuda.get_current_stream())   # untimed, as TorchClock.graph's first replay
+        g.upload(cp.cuda.get_current_stream())   # untimed and not run, as in TorchClock.graph
+        cp.cuda.get_current_stream().synchronize()
+        self.warm = "upload"
         return lambda: g.launch(cp.cuda.get_current_stream())
 
 
@@ -204,8 +219,10 @@ def modes(clock, ours, theirs, rounds: int, calls: int, use=None, flushed_rounds
         # Each round captures its own graphs: where a replay's time moves with the capture (its
         # pool's addresses), one capture per side read as a steady ±3% at a 20 µs call, A/A
         # (eval/aa_probe.py); a capture per round puts that spread inside the median. The clock
-        # replays each new graph once untimed: timed, its upload favoured the side with fewer nodes.
+        # uploads each new graph untimed: timed, its upload favoured the side with fewer nodes.
         record("graph", _paired(ours, theirs, rounds, timed(lambda f, n: clock.graph(lambda: many(f, n))), length))
+        if getattr(clock, "warm", None):
+            row["graph_warm"] = clock.warm
     except Exception as err:  # noqa: BLE001  recorded: the mode is missing, not the shape
         row["graph"], row["graph_error"] = None, f"{type(err).__name__}: {err}".splitlines()[0]
 
@@ -281,9 +298,14 @@ def torch_feed(torch, A, W, calls: int, w_seed: int | None = None) -> Feed:
             gen = torch.Generator(device=A.device).manual_seed(seed)
             return torch.randint(0, A.shape[0] * W.shape[0], (SNAPSHOT_PLACES,), device=A.device, generator=gen)
 
-        def take(self, out, places):
-            return out.reshape(-1).index_select(0, places)
-        pick = take
+        def buffer(self):
+            return torch.empty(SNAPSHOT_PLACES, dtype=A.dtype, device=A.device)
+
+        def take(self, out, places, into):
+            torch.index_select(out.reshape(-1), 0, places, out=into)
+
+        def pick(self, ref, places):
+            return ref.reshape(-1).index_select(0, places)
     feed = Feed(pool, fill, lambda a: torch.nn.functional.linear(a, W), _torch_agreement,
                 out_bytes=A.shape[0] * W.shape[0] * A.element_size(), matches=matches,
                 weights_intact=weights_intact, snapshot=Snap())
@@ -317,9 +339,14 @@ def cupy_feed(cp, A, B, calls: int, randn=None, b_seed: int | None = None) -> Fe
             cp.cuda.get_current_stream().synchronize()   # CupyClock's capture stream does not wait on this one
             return at
 
-        def take(self, out, places):
-            return out.ravel().take(places)
-        pick = take
+        def buffer(self):
+            return cp.empty(SNAPSHOT_PLACES, dtype=A.dtype)
+
+        def take(self, out, places, into):
+            cp.take(out.ravel(), places, out=into)
+
+        def pick(self, ref, places):
+            return ref.ravel().take(places)
     feed = Feed(pool, fill, lambda a: cp.matmul(a, B.T), agreement, out_bytes=A.shape[0] * B.shape[0] * A.itemsize,
                 matches=matches, weights_intact=weights_intact, snapshot=Snap())
     feed.fresh()
