@@ -216,3 +216,11 @@ def test_a_kernel_that_rewrites_its_operands_or_defers_its_work_disagrees_on_the
     rows = bench_entries(tmp_path, monkeypatch, {name: f"bad/{name}.cu"})
     assert rows[name]["kernel_ran"] and rows[name]["timed_checks"]["failed"] > 0
     assert not rows[name]["agree"]
+
+
+def test_a_kernel_that_waits_out_the_judge_then_streams_packed_weights_disagrees_on_the_bench(tmp_path, monkeypatch):
+    # review 56: 12-bit weights after the judge's carried calls stayed inside the bound on the
+    # largest error; drawn rows must now be within the judge's bound of F.linear's own error
+    rows = bench_entries(tmp_path, monkeypatch, {"packed": "bad/zz57_late_packed_weights.cu"}, shape=(16, 4096, 4096))
+    assert rows["packed"]["kernel_ran"] and rows["packed"]["timed_checks"]["failed"] > 0
+    assert not rows["packed"]["agree"]

@@ -96,16 +96,19 @@ class Feed:
     def __init__(self, pool: list, fill: Callable[[Any, int], None], reference: Callable[[Any], Any],
                  agreement: Callable[[Any, Any], dict], out_bytes: int = 0, seed: int | None = None,
                  matches: Callable[[Any, int], bool] | None = None,
-                 weights_intact: Callable[[], bool] | None = None, snapshot: "Snapshot | None" = None):
+                 weights_intact: Callable[[], bool] | None = None, snapshot: "Snapshot | None" = None,
+                 precise: Callable[[Any, Any, int], bool] | None = None):
         """`agreement(got, want)`: {"max_abs_diff", "agree"} of an output against the reference;
         `out_bytes`: one output's size (for `round_cap`); `seed`: of the draws (tests; by default
         the OS's entropy, so no kernel can know a fill, a round's length or the checked outputs);
         `matches(a, seed)`: whether pool tensor a holds what `fill(., seed)` wrote, bit for bit;
         `weights_intact()`: whether B still holds what it was made with (regenerated, not a copy a
         kernel could find); `snapshot`: how to copy a few drawn elements of an output right after
-        its call (`Snapshot`), or None for no snapshots."""
+        its call (`Snapshot`), or None for no snapshots; `precise(out, a, seed)`: whether an
+        output's error against a more exact reference is within the judge's bound of the
+        vendor's own (rows drawn from `seed`), beside `agreement`'s bound on the largest error."""
         self.pool, self.fill, self.reference, self.compare = pool, fill, reference, agreement
-        self.matches, self.weights_intact = matches, weights_intact
+        self.matches, self.weights_intact, self.precise = matches, weights_intact, precise
         self.round_cap = max(3, min(len(pool), KEPT_BYTES // max(out_bytes, 1)))
         self.draw = random.Random(seed)
         self.seeds: list[int | None] = [None] * len(pool)
@@ -185,7 +188,9 @@ class Feed:
             return
         picked = [turn[-1]] + self.draw.sample(turn[:-1], min(CHECKS_PER_ROUND - 1, len(turn) - 1))
         intact = self.intact()
-        agree = [(checked, self.compare(out, self.reference(a))["agree"]) for out, a, checked in picked]  # all, always
+        agree = [(checked, self.compare(out, self.reference(a))["agree"]
+                  and (self.precise is None or self.precise(out, a, self.draw.getrandbits(63))))
+                 for out, a, checked in picked]  # all, always
         agree += [(checked, self.compare(got, self.snap.pick(self.reference(a), places))["agree"])
                   for got, places, a, checked in (self.snaps if untimed else self.snaps[-1:])]
         for side in (True, False):

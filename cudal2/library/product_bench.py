@@ -274,6 +274,33 @@ def _torch_agreement(got, want) -> dict:
 SNAPSHOT_PLACES = 32
 
 
+# The judge bounds a candidate's relative Frobenius error at `verify.error_ratio` (1.25) x cuBLAS's
+# own against a float64 reference; the bench asks about the same of drawn rows, with room for the
+# rows' sampling: a kernel that waited out the judge's carried calls and then streamed 12-bit copies
+# of the weights (~3x cuBLAS's error; 13-bit ~1.6x, 14-bit ~1.1x on Gaussian inputs, CPU) stayed
+# inside AGREE_REL's bound on the largest error and read ~1.33x at decode shapes (review 56)
+PRECISE_RATIO = 1.35
+PRECISE_ROWS = 64
+
+
+def _torch_precise(torch, out, a, W, seed: int) -> bool:
+    """Up to PRECISE_ROWS rows of `out` (drawn from `seed`) within PRECISE_RATIO x F.linear's own
+    relative Frobenius error against a float64 product of the same rows, as the judge's reference
+    (W converted a slice at a time, so no float64 copy of a large W is held)."""
+    M, N = out.shape
+    gen = torch.Generator(device=out.device).manual_seed(seed)
+    rows = torch.randperm(M, device=out.device, generator=gen)[:PRECISE_ROWS]
+    a64 = a.index_select(0, rows).double()
+    exact = torch.empty(len(rows), N, dtype=torch.float64, device=out.device)
+    step = max(1, (64 << 20) // (8 * W.shape[1]))
+    for n0 in range(0, N, step):
+        exact[:, n0:n0 + step] = a64 @ W[n0:n0 + step].double().T
+    vendor = torch.nn.functional.linear(a.index_select(0, rows), W).double()
+    scale = max(float(exact.norm()), 1e-30)
+    err, err_vendor = float((out.index_select(0, rows).double() - exact).norm()), float((vendor - exact).norm())
+    return err <= PRECISE_RATIO * max(err_vendor, 2.0 ** -14 * scale)
+
+
 def torch_feed(torch, A, W, calls: int, w_seed: int | None = None) -> Feed:
     """A pool of A-shaped tensors (A the first) for a round of `calls` calls against W, refilled
     with fresh Gaussian values before every timed region; checked against F.linear, after checking
@@ -306,9 +333,11 @@ def torch_feed(torch, A, W, calls: int, w_seed: int | None = None) -> Feed:
 
         def pick(self, ref, places):
             return ref.reshape(-1).index_select(0, places)
+    def precise(out, a, seed):
+        return _torch_precise(torch, out, a, W, seed)
     feed = Feed(pool, fill, lambda a: torch.nn.functional.linear(a, W), _torch_agreement,
                 out_bytes=A.shape[0] * W.shape[0] * A.element_size(), matches=matches,
-                weights_intact=weights_intact, snapshot=Snap())
+                weights_intact=weights_intact, snapshot=Snap(), precise=precise)
     feed.fresh()
     return feed
 
