@@ -431,3 +431,31 @@ def test_a_graph_is_uploaded_not_run_before_its_timed_replay(monkeypatch):
     assert runs == ["call", "call"] and uploads == [(1234, 99)] and clock.warm == "upload"   # warm-up, capture
     replay()
     assert runs[-1] == "replay"
+
+
+def test_a_kernel_that_keeps_a_copy_of_the_weights_is_caught_once_they_change():
+    # a packed or transposed copy of W keyed on its pointer goes stale when a user's optimizer step
+    # or weight sync rewrites W in place; the bench rewrites W before each mode (review 56)
+    class W:
+        version = 0
+    clock = CostClock()
+
+    def feed_for():
+        return fd.Feed([Tensor() for _ in range(4)], fill=lambda a, seed: setattr(a, "contents", seed),
+                       reference=lambda a: ("C", a.contents, W.version), agreement=lambda got, want: {"agree": got == want},
+                       new_weights=lambda seed: setattr(W, "version", seed))
+
+    def honest(a):
+        clock.spent += 1.0
+        return ("C", a.contents, W.version)
+    kept = []
+
+    def cached(a):
+        clock.spent += 0.8
+        kept.append(W.version) if not kept else None
+        return ("C", a.contents, kept[0])
+    for kernel, caught in ((honest, False), (cached, True)):
+        feed = feed_for()
+        feed.fresh()
+        pb.modes(clock, feed.caller(kernel, checked=True), feed.caller(honest), rounds=2, calls=4, feed=feed)
+        assert (feed.failures > 0) == caught

@@ -97,7 +97,8 @@ class Feed:
                  agreement: Callable[[Any, Any], dict], out_bytes: int = 0, seed: int | None = None,
                  matches: Callable[[Any, int], bool] | None = None,
                  weights_intact: Callable[[], bool] | None = None, snapshot: "Snapshot | None" = None,
-                 precise: Callable[[Any, Any, int], bool] | None = None):
+                 precise: Callable[[Any, Any, int], bool] | None = None,
+                 new_weights: Callable[[int], None] | None = None):
         """`agreement(got, want)`: {"max_abs_diff", "agree"} of an output against the reference;
         `out_bytes`: one output's size (for `round_cap`); `seed`: of the draws (tests; by default
         the OS's entropy, so no kernel can know a fill, a round's length or the checked outputs);
@@ -106,9 +107,10 @@ class Feed:
         kernel could find); `snapshot`: how to copy a few drawn elements of an output right after
         its call (`Snapshot`), or None for no snapshots; `precise(out, a, seed)`: whether an
         output's error against a more exact reference is within the judge's bound of the
-        vendor's own (rows drawn from `seed`), beside `agreement`'s bound on the largest error."""
+        vendor's own (rows drawn from `seed`), beside `agreement`'s bound on the largest error;
+        `new_weights(seed)`: rewrite B in place from a new seed (and check it against that one)."""
         self.pool, self.fill, self.reference, self.compare = pool, fill, reference, agreement
-        self.matches, self.weights_intact, self.precise = matches, weights_intact, precise
+        self.matches, self.weights_intact, self.precise, self.rewrite_weights = matches, weights_intact, precise, new_weights
         self.round_cap = max(3, min(len(pool), KEPT_BYTES // max(out_bytes, 1)))
         self.draw = random.Random(seed)
         self.seeds: list[int | None] = [None] * len(pool)
@@ -160,6 +162,13 @@ class Feed:
             self.seeds[j] = self.draw.getrandbits(63)   # layer finds it, just written by the op before
             self.fill(self.pool[j], self.seeds[j])
         self.i = 0
+
+    def new_weights(self) -> None:
+        """B rewritten in place with new values (the bench does it before each mode), as a user's
+        optimizer step or weight sync does: a kernel that kept a copy of B keyed on its pointer
+        (a packed or transposed one) answers from the stale copy and fails the checks (review 56)."""
+        if self.rewrite_weights is not None:
+            self.rewrite_weights(self.draw.getrandbits(63))
 
     def intact(self) -> bool:
         """Every pool tensor holds its last fill and B what it was made with, bit for bit (nothing

@@ -214,7 +214,11 @@ def modes(clock, ours, theirs, rounds: int, calls: int, use=None, flushed_rounds
         row[mode] = paired[0]
         row[f"{mode}_us"] = {"ours": 1e3 * paired[1], "theirs": 1e3 * paired[2]}
 
+    if feed:
+        feed.new_weights()
     record("eager", _paired(ours, theirs, rounds, timed(lambda f, n: lambda: many(f, n)), length))
+    if feed:
+        feed.new_weights()
     try:
         # Each round captures its own graphs: where a replay's time moves with the capture (its
         # pool's addresses), one capture per side read as a steady ±3% at a 20 µs call, A/A
@@ -226,6 +230,8 @@ def modes(clock, ours, theirs, rounds: int, calls: int, use=None, flushed_rounds
     except Exception as err:  # noqa: BLE001  recorded: the mode is missing, not the shape
         row["graph"], row["graph_error"] = None, f"{type(err).__name__}: {err}".splitlines()[0]
 
+    if feed:
+        feed.new_weights()
     record("flushed", _paired(ours, theirs, flushed_rounds or 3 * rounds,
                               timed(lambda f, n: f, measure=lambda f: lone(clock, f))))
     return row
@@ -317,8 +323,15 @@ def torch_feed(torch, A, W, calls: int, w_seed: int | None = None) -> Feed:
         fill(want, seed)
         return torch.equal(a, want)
 
+    seeds = [w_seed]
+
     def weights_intact():
-        return w_seed is None or torch.equal(W, _torch_randn(torch, tuple(W.shape), w_seed))
+        return seeds[0] is None or torch.equal(W, _torch_randn(torch, tuple(W.shape), seeds[0]))
+
+    def new_weights(seed):   # W rewritten in place, as an optimizer step or a weight sync does
+        if seeds[0] is not None:
+            W.copy_(_torch_randn(torch, tuple(W.shape), seed))
+            seeds[0] = seed
 
     class Snap(Snapshot):
         def places(self, seed):
@@ -337,7 +350,7 @@ def torch_feed(torch, A, W, calls: int, w_seed: int | None = None) -> Feed:
         return _torch_precise(torch, out, a, W, seed)
     feed = Feed(pool, fill, lambda a: torch.nn.functional.linear(a, W), _torch_agreement,
                 out_bytes=A.shape[0] * W.shape[0] * A.element_size(), matches=matches,
-                weights_intact=weights_intact, snapshot=Snap(), precise=precise)
+                weights_intact=weights_intact, snapshot=Snap(), precise=precise, new_weights=new_weights)
     feed.fresh()
     return feed
 
@@ -356,8 +369,15 @@ def cupy_feed(cp, A, B, calls: int, randn=None, b_seed: int | None = None) -> Fe
         fill(want, seed)
         return bool((a.view(cp.uint16) == want.view(cp.uint16)).all())
 
+    seeds = [b_seed]
+
     def weights_intact():
-        return b_seed is None or bool((B.view(cp.uint16) == randn(B.shape, b_seed).view(cp.uint16)).all())
+        return seeds[0] is None or bool((B.view(cp.uint16) == randn(B.shape, seeds[0]).view(cp.uint16)).all())
+
+    def new_weights(seed):
+        if seeds[0] is not None:
+            B[...] = randn(B.shape, seed)
+            seeds[0] = seed
 
     def agreement(got, want) -> dict:
         g32, w32 = got.astype(cp.float32), want.astype(cp.float32)
@@ -377,7 +397,7 @@ def cupy_feed(cp, A, B, calls: int, randn=None, b_seed: int | None = None) -> Fe
         def pick(self, ref, places):
             return ref.ravel().take(places)
     feed = Feed(pool, fill, lambda a: cp.matmul(a, B.T), agreement, out_bytes=A.shape[0] * B.shape[0] * A.itemsize,
-                matches=matches, weights_intact=weights_intact, snapshot=Snap())
+                matches=matches, weights_intact=weights_intact, snapshot=Snap(), new_weights=new_weights)
     feed.fresh()
     return feed
 
