@@ -136,6 +136,7 @@ class Trial:
     drawn: tuple[str, str, int] = ("", "", 0)   # (A's dist, B's dist, seed) of the last fill
     slot: int = 0                                # which A and C the calls use (`rotate`)
     a_seeds: dict[int, int] = field(default_factory=dict)   # the seed each slot's A was last drawn with
+    b_seed: int = 0                                          # the seed B was last drawn with
     nudges: dict[int, tuple[int, int, float]] = field(default_factory=dict)   # (row, column, step) of
     #                                              the element `nudge` moved in a slot's A since its fill
 
@@ -172,8 +173,15 @@ class Trial:
         da, db = TRIAL_DISTS.get(dist, (dist, dist))
         buffers.fill(self.a, da, seed)
         buffers.fill(self.b, db, seed + 1)
-        self.drawn, self.a_seeds, self.nudges = (da, db, seed), {self.slot: seed}, {}
+        self.drawn, self.a_seeds, self.nudges, self.b_seed = (da, db, seed), {self.slot: seed}, {}, seed + 1
         return seed
+
+    def new_b(self) -> int:
+        """B rewritten in place from a new seed, as a user's optimizer step or weight sync does: a
+        copy of B a kernel kept in its workspace, keyed on B's pointer, is stale from here on."""
+        self.b_seed = buffers.new_seed()
+        buffers.fill(self.b, self.drawn[1], self.b_seed)
+        return self.b_seed
 
     @property
     def nudged(self) -> tuple[int, int, float] | None:
@@ -222,7 +230,7 @@ class Trial:
                 ok_a = buffers.matches(a, da, a_seed)
             if not ok_a:
                 return False
-        return buffers.matches(self.b, db, seed + 1)
+        return buffers.matches(self.b, db, self.b_seed)
 
 
 def nudge_step(K: int) -> float:
@@ -466,16 +474,19 @@ class Judge:
         """Calls as the library makes them (review 53): its C and workspace come from the caching
         allocator as the last call left them, which every other call here rewrites first. A call,
         then 1 to `carry_calls` carried calls on the same inputs (their number drawn now), then one
-        more after an element of A moved (`Trial.nudge`), then `carry_calls` to 2x that many more,
-        each on the next of `Trial.SLOTS` A's and C's in turn, A with new contents (`Trial.rotate`,
-        review 55: a kernel that told the library from the judge by a workspace record still valid
-        beside an A it had not seen, or by the cycle of A pointers the bench's pool makes, met its
-        condition nowhere in the judge and could compute coarsely, skip, defer, or zero its
-        operands there only); each output and both operands checked in full after its call. A memo
-        of C kept in the workspace or in C, keyed on pointers or on sampled contents, answers the
-        nudged call with the stale result and fails here. What it does not catch: a kernel that
-        waits for more calls, or a longer pointer cycle, than the judge makes (the product bench's
-        checks are the second line: library/feed.py)."""
+        more after an element of A moved (`Trial.nudge`), then `carry_calls` to 2x that many more
+        (at least `Trial.SLOTS` + 1), each on the next of the `Trial.SLOTS` A's and C's in turn, A
+        with new contents (`Trial.rotate`), and before one of them, not the first, B rewritten in
+        place (`Trial.new_b`, as an optimizer step or a weight sync does); each output, every A
+        drawn since the fill and B checked in full after its call. Why the rotation (review 55): a
+        kernel that told the library from the judge by a workspace record still valid beside an A
+        it had not seen, or by the cycle of A pointers the bench's pool makes, met its condition
+        nowhere in the judge and could compute coarsely, skip, defer or zero its operands there
+        only; why B (review 56): a copy of B kept in the workspace, keyed on its pointer, answers
+        from stale weights once B changes. A memo of C kept in the workspace or in C, keyed on
+        pointers or on sampled contents, answers the nudged call with the stale result. What it
+        does not catch: a kernel that waits for more calls, or a longer pointer cycle, than the
+        judge makes (the product bench's checks are the second line: library/feed.py)."""
         seed = t.fill("normal")
         self.call(t, Stage.REPEAT)
         self.tolerance_check(t.a, t.b, t.c, vendor, Stage.REPEAT, key, carried=0, seed=seed)
@@ -487,11 +498,15 @@ class Judge:
             self.call(t, Stage.REPEAT, carried=True)
             self.tolerance_check(t.a, t.b, t.c, vendor, Stage.REPEAT, key, carried=r, seed=seed, nudged=t.nudged)
         least = max(self.cfg.verify.carry_calls, Trial.SLOTS + 1)   # a cycle seen whole, and its first again
-        for r in range(rng.randint(least, 2 * least)):
+        rotations = rng.randint(least, 2 * least)
+        new_b = rng.randrange(1, rotations)   # and B rewritten in place before one of them, not the first
+        for r in range(rotations):
+            if r == new_b:
+                t.new_b()
             a_seed = t.rotate()
             self.call(t, Stage.REPEAT, carried=True)
             self.tolerance_check(t.a, t.b, t.c, vendor, Stage.REPEAT, key, rotated=r, slot=t.slot, seed=seed,
-                                 a_seed=a_seed)
+                                 a_seed=a_seed, new_b=r >= new_b)
         t.settle()
 
     def tolerance_check(self, a, b, c, vendor, stage: Stage, key: str, ratio: float | None = None, **info) -> None:
