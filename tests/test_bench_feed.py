@@ -459,3 +459,25 @@ def test_a_kernel_that_keeps_a_copy_of_the_weights_is_caught_once_they_change():
         feed.fresh()
         pb.modes(clock, feed.caller(kernel, checked=True), feed.caller(honest), rounds=2, calls=4, feed=feed)
         assert (feed.failures > 0) == caught
+
+
+def test_a_graph_is_replayed_once_untimed_where_it_cannot_be_uploaded(monkeypatch):
+    # (an older torch gives no handle to the graph: as before review 56, and the row says so)
+    import contextlib
+    import types
+    runs = []
+
+    class Graph:
+        def replay(self):
+            runs.append("replay")
+
+    class Stream:
+        cuda_stream = 99
+
+        def wait_stream(self, other):
+            pass
+    cuda = types.SimpleNamespace(CUDAGraph=Graph, Stream=Stream, current_stream=Stream,
+                                 stream=lambda s: contextlib.nullcontext(), graph=lambda g: contextlib.nullcontext())
+    clock = pb.TorchClock(types.SimpleNamespace(cuda=cuda), flush=None)
+    clock.graph(lambda: runs.append("call"))
+    assert runs == ["call", "call", "replay"] and clock.warm == "replay"

@@ -107,14 +107,15 @@ class TorchClock:
             work()
         # A new graph's first launch also uploads it (more nodes, more cost), so it is uploaded
         # untimed; not replayed: a replay of the graph the timed one repeats showed a kernel its
-        # calls, their number and where the bench's snapshot sits (review 56). A torch without
-        # the graph's handle replays it once, as before (`warm`)
-        if hasattr(g, "raw_cuda_graph_exec"):
-            from cudal2.harness import driver
+        # calls, their number and where the bench's snapshot sits (review 56). Where torch gives
+        # no handle to the graph, or the upload fails, it is replayed once, as before, and the
+        # row says so (`graph_warm`)
+        from cudal2.harness import driver
+        try:
             driver.graph_upload(g.raw_cuda_graph_exec(), torch.cuda.current_stream().cuda_stream)
             torch.cuda.current_stream().synchronize()
             self.warm = "upload"
-        else:
+        except (AttributeError, RuntimeError):   # (driver.DriverError is a RuntimeError)
             g.replay()
             self.warm = "replay"
         return g.replay
