@@ -481,3 +481,50 @@ def test_a_graph_is_replayed_once_untimed_where_it_cannot_be_uploaded(monkeypatc
     clock = pb.TorchClock(types.SimpleNamespace(cuda=cuda), flush=None)
     clock.graph(lambda: runs.append("call"))
     assert runs == ["call", "call", "replay"] and clock.warm == "replay"
+
+
+class UploadClock(CostClock):
+    """A graph as TorchClock makes it since review 56: the warm-up pass runs, the capture records
+    its calls (and the snapshot behind one of them) without running them, and the graph is
+    uploaded, so the timed replay is its first run."""
+    warm = "upload"
+    capturing = False
+
+    def graph(self, work):
+        work()
+        self.capturing, self.captured = True, []
+        work()
+        self.capturing, ops = False, self.captured
+        return lambda: [op() for op in ops]
+
+    def later(self, op):
+        if self.capturing:
+            self.captured.append(op)
+        else:
+            op()
+
+
+def test_an_honest_kernel_passes_every_check_when_graphs_are_uploaded_not_run():
+    # review 57: the untimed check read the capture's buffers, which an uploaded graph has not
+    # written yet, and failed every honest graph round (nothing would have been served)
+    clock = UploadClock()
+
+    class Deferred(Snap):
+        def take(self, out, places, into):
+            clock.later(lambda: Snap.take(self, out, places, into))
+    feed = fd.Feed([Tensor() for _ in range(4)], fill=lambda a, seed: setattr(a, "contents", seed),
+                   reference=lambda a: ("C", a.contents), agreement=lambda got, want: {"agree": got == want},
+                   snapshot=Deferred())
+    feed.fresh()
+
+    def gemm(a):
+        out = Later(None)
+
+        def run():
+            out.contents, out.done = a.contents, True
+            clock.spent += 1.0
+        clock.later(run)
+        return out
+    row = pb.paced_modes(clock, feed.caller(gemm, checked=True), feed.caller(gemm), rounds=3, calls=4, feed=feed)
+    assert row["timed_checks"]["failed"] == 0 and row["timed_checks"]["vendor_failed"] == 0
+    assert row["graph_warm"] == ["upload"] and row["timed_checks"]["rounds"] > 3 + 3 + 9

@@ -178,7 +178,7 @@ class Feed:
             return False
         return self.weights_intact is None or self.weights_intact()
 
-    def check(self, untimed: bool = False) -> None:
+    def check(self, untimed: bool = False, last_pass_ran: bool = True) -> None:
         """The operands (`intact`: the reference reads them, so a call that zeroed A, or B, and
         wrote zeros would agree with it: review 55), then the turn's last output and up to
         CHECKS_PER_ROUND - 1 more, drawn now, against the reference on their A; nothing when no
@@ -191,8 +191,15 @@ class Feed:
         `untimed`: every output kept since `begin`, before `fresh()` (a graph's warm-up pass, and
         its capture's buffers, which hold what the untimed replay wrote; the bench's warm-up
         calls), kept on for the timed check: a kernel that skipped the calls nobody timed started
-        its timed region on a cooler GPU than the vendor's, which made them all (review 55)."""
-        turn = self.kept if untimed else self.kept[len(self.kept) - self.calls:]
+        its timed region on a cooler GPU than the vendor's, which made them all (review 55).
+        `last_pass_ran` False: the turn's last pass was captured into a graph that has not run
+        (uploaded, not replayed), so only the passes before it are checked (review 57: checked, the
+        unwritten buffers failed every honest round)."""
+        if untimed and not last_pass_ran:
+            turn, snaps = self.kept[:max(0, len(self.kept) - self.calls)], self.snaps[:-1]
+        else:
+            turn = self.kept if untimed else self.kept[len(self.kept) - self.calls:]
+            snaps = self.snaps if untimed else self.snaps[-1:]
         if not turn:
             return
         picked = [turn[-1]] + self.draw.sample(turn[:-1], min(CHECKS_PER_ROUND - 1, len(turn) - 1))
@@ -201,7 +208,7 @@ class Feed:
                   and (self.precise is None or self.precise(out, a, self.draw.getrandbits(63))))
                  for out, a, checked in picked]  # all, always
         agree += [(checked, self.compare(got, self.snap.pick(self.reference(a), places))["agree"])
-                  for got, places, a, checked in (self.snaps if untimed else self.snaps[-1:])]
+                  for got, places, a, checked in snaps]
         for side in (True, False):
             mine = [ok for checked, ok in agree if checked == side]
             if not mine:

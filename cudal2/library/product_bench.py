@@ -115,7 +115,7 @@ class TorchClock:
             driver.graph_upload(g.raw_cuda_graph_exec(), torch.cuda.current_stream().cuda_stream)
             torch.cuda.current_stream().synchronize()
             self.warm = "upload"
-        except (AttributeError, RuntimeError):   # (driver.DriverError is a RuntimeError)
+        except (AttributeError, RuntimeError, OSError):   # (driver.DriverError is a RuntimeError)
             g.replay()
             self.warm = "replay"
         return g.replay
@@ -191,14 +191,16 @@ def modes(clock, ours, theirs, rounds: int, calls: int, use=None, flushed_rounds
     (`theirs` too, so both sides do the same work between timed regions)."""
     use = use or (lambda f: None)
 
-    def timed(make, measure=clock.time):
+    def timed(make, measure=clock.time, graph=False):
         def one(f, n):
             use(f)
             if feed:
                 feed.begin(n)
-            work = make(f, n)   # a graph is captured and replayed once here, on the contents before...
+            work = make(f, n)   # a graph is captured (and uploaded) here, on the contents before...
             if feed:
-                feed.check(untimed=True)   # (what the untimed calls wrote is checked too)
+                # what the untimed calls wrote is checked too: a graph's warm-up pass, and its
+                # capture's buffers where the clock replayed it (an uploaded graph ran nothing yet)
+                feed.check(untimed=True, last_pass_ran=not graph or getattr(clock, "warm", None) != "upload")
                 feed.fresh()  # ...these, which only the timed calls see
             t = measure(work)
             if feed:
@@ -225,9 +227,14 @@ def modes(clock, ours, theirs, rounds: int, calls: int, use=None, flushed_rounds
         # pool's addresses), one capture per side read as a steady ±3% at a 20 µs call, A/A
         # (eval/aa_probe.py); a capture per round puts that spread inside the median. The clock
         # uploads each new graph untimed: timed, its upload favoured the side with fewer nodes.
-        record("graph", _paired(ours, theirs, rounds, timed(lambda f, n: clock.graph(lambda: many(f, n))), length))
-        if getattr(clock, "warm", None):
-            row["graph_warm"] = clock.warm
+        warms = set()
+
+        def graphed(f, n):
+            replay = clock.graph(lambda: many(f, n))
+            warms.add(getattr(clock, "warm", None))
+            return replay
+        record("graph", _paired(ours, theirs, rounds, timed(graphed, graph=True), length))
+        row["graph_warm"] = sorted(w for w in warms if w)
     except Exception as err:  # noqa: BLE001  recorded: the mode is missing, not the shape
         row["graph"], row["graph_error"] = None, f"{type(err).__name__}: {err}".splitlines()[0]
 
