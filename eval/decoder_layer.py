@@ -84,7 +84,7 @@ def layer_rows(config: Path, ms: list[int], lib, clock, aa: bool, only: list[str
                     for m in [getattr(block, n) for n in only] if only else [block]:
                         cudal2.patch(m)
             # The product bench's own paced, paired modes: eager, graph captured afresh each round
-            # with an untimed first replay, flushed (one forward after an L2 flush and an idle GPU).
+            # and uploaded untimed (not run), flushed (one forward after an L2 flush and an idle GPU).
             row.update(product_bench.paced_modes(clock, patched, plain, rounds=15, calls=10, use=use))
             cudal2.unpatch(block)
             rows.append(row)

@@ -137,6 +137,7 @@ class Trial:
     slot: int = 0                                # which A and C the calls use (`rotate`)
     a_seeds: dict[int, int] = field(default_factory=dict)   # the seed each slot's A was last drawn with
     b_seed: int = 0                                          # the seed B was last drawn with
+    b_nudge: tuple[int, int, float] | None = None            # an element of B moved since (`new_b`)
     nudges: dict[int, tuple[int, int, float]] = field(default_factory=dict)   # (row, column, step) of
     #                                              the element `nudge` moved in a slot's A since its fill
 
@@ -173,15 +174,22 @@ class Trial:
         da, db = TRIAL_DISTS.get(dist, (dist, dist))
         buffers.fill(self.a, da, seed)
         buffers.fill(self.b, db, seed + 1)
-        self.drawn, self.a_seeds, self.nudges, self.b_seed = (da, db, seed), {self.slot: seed}, {}, seed + 1
+        self.drawn, self.a_seeds, self.nudges = (da, db, seed), {self.slot: seed}, {}
+        self.b_seed, self.b_nudge = seed + 1, None
         return seed
 
-    def new_b(self) -> int:
-        """B rewritten in place from a new seed, as a user's optimizer step or weight sync does: a
-        copy of B a kernel kept in its workspace, keyed on B's pointer, is stale from here on."""
-        self.b_seed = buffers.new_seed()
-        buffers.fill(self.b, self.drawn[1], self.b_seed)
-        return self.b_seed
+    def new_b(self, whole: bool) -> None:
+        """B changed in place, as a user's optimizer step or weight sync does (`whole`: rewritten
+        from a new seed), or a LoRA merge or a sparse update does (one element moved by
+        `nudge_step(K)`): a copy of B a kernel kept in its workspace, keyed on B's pointer, or on
+        a few sampled elements of it, is stale from here on (review 57)."""
+        if whole:
+            self.b_seed, self.b_nudge = buffers.new_seed(), None
+            buffers.fill(self.b, self.drawn[1], self.b_seed)
+            return
+        rng = random.SystemRandom()
+        self.b_nudge = (rng.randrange(self.p.N), rng.randrange(self.p.K), nudge_step(self.p.K))
+        _nudge(self.b, *self.b_nudge)
 
     @property
     def nudged(self) -> tuple[int, int, float] | None:
@@ -230,7 +238,12 @@ class Trial:
                 ok_a = buffers.matches(a, da, a_seed)
             if not ok_a:
                 return False
-        return buffers.matches(self.b, db, self.b_seed)
+        if self.b_nudge is None:
+            return buffers.matches(self.b, db, self.b_seed)
+        want = cp.empty_like(self.b)
+        buffers.fill(want, db, self.b_seed)
+        _nudge(want, *self.b_nudge)
+        return compare.bitwise(self.b, want)[0]
 
 
 def nudge_step(K: int) -> float:
@@ -476,14 +489,15 @@ class Judge:
         then 1 to `carry_calls` carried calls on the same inputs (their number drawn now), then one
         more after an element of A moved (`Trial.nudge`), then `carry_calls` to 2x that many more
         (at least `Trial.SLOTS` + 1), each on the next of the `Trial.SLOTS` A's and C's in turn, A
-        with new contents (`Trial.rotate`), and before one of them, not the first, B rewritten in
-        place (`Trial.new_b`, as an optimizer step or a weight sync does); each output, every A
-        drawn since the fill and B checked in full after its call. Why the rotation (review 55): a
+        with new contents (`Trial.rotate`), and before one of them, not the first, B changed in
+        place (`Trial.new_b`: all of it, or one element) and a call on the A already there; each
+        output, every A drawn since the fill and B checked in full after its call. Why the rotation (review 55): a
         kernel that told the library from the judge by a workspace record still valid beside an A
         it had not seen, or by the cycle of A pointers the bench's pool makes, met its condition
         nowhere in the judge and could compute coarsely, skip, defer or zero its operands there
-        only; why B (review 56): a copy of B kept in the workspace, keyed on its pointer, answers
-        from stale weights once B changes. A memo of C kept in the workspace or in C, keyed on
+        only; why B (reviews 56, 57): a copy of B kept in the workspace, keyed on its pointer or a
+        few sampled elements, answers from stale weights once B changes, and a memo keyed on A alone
+        answers the call after it with the output of the old B. A memo of C kept in the workspace or in C, keyed on
         pointers or on sampled contents, answers the nudged call with the stale result. What it
         does not catch: a kernel that waits for more calls, or a longer pointer cycle, than the
         judge makes (the product bench's checks are the second line: library/feed.py)."""
@@ -499,14 +513,16 @@ class Judge:
             self.tolerance_check(t.a, t.b, t.c, vendor, Stage.REPEAT, key, carried=r, seed=seed, nudged=t.nudged)
         least = max(self.cfg.verify.carry_calls, Trial.SLOTS + 1)   # a cycle seen whole, and its first again
         rotations = rng.randint(least, 2 * least)
-        new_b = rng.randrange(1, rotations)   # and B rewritten in place before one of them, not the first
+        new_b = rng.randrange(1, rotations)   # and B changed in place before one of them, not the first
         for r in range(rotations):
-            if r == new_b:
-                t.new_b()
+            if r == new_b:   # B changed, then one call on the same A (an A-keyed memo is stale)
+                t.new_b(whole=rng.random() < 0.5)
+                self.call(t, Stage.REPEAT, carried=True)
+                self.tolerance_check(t.a, t.b, t.c, vendor, Stage.REPEAT, key, new_b=True, slot=t.slot, seed=seed)
             a_seed = t.rotate()
             self.call(t, Stage.REPEAT, carried=True)
             self.tolerance_check(t.a, t.b, t.c, vendor, Stage.REPEAT, key, rotated=r, slot=t.slot, seed=seed,
-                                 a_seed=a_seed, new_b=r >= new_b)
+                                 a_seed=a_seed)
         t.settle()
 
     def tolerance_check(self, a, b, c, vendor, stage: Stage, key: str, ratio: float | None = None, **info) -> None:
