@@ -1,62 +1,53 @@
 """Fresh operands for every timed call of the product bench, and a check of what those calls returned.
 
-Why: the bench decides what the library serves, and the library hands a kernel what the judge never
-does: C and the workspace come from the caching allocator as the previous call left them, and no
-scrub runs between calls. A kernel that keeps a memo there (keyed on its inputs) gains nothing in
-the judge, which rewrites both before every call (`guards.prep`), but on a bench that repeats one
-call on one tensor it would read faster than any GEMM and be served (review 53). So no timed call
-here may see operand contents that an earlier call saw.
+Why: the bench decides what the library serves, and the library hands a kernel what the judge's
+ordinary calls never do: C and the workspace come from the caching allocator as the previous call
+left them, and no scrub runs between calls. A kernel can keep state there, tell the bench from the
+judge by it, and behave otherwise on the bench (reviews 53-57: a memo, int8, skipped, deferred or
+zeroed work, packed weights). The judge's carried calls now call a kernel as a model does
+(harness/judge.py); this module makes the bench's own numbers worth nothing to such a kernel.
 
 Guarantees:
 - `Feed.caller(fn)` makes a caller that runs `fn(a)` on the pool's A tensors in turn; `fresh()`
-  rewrites every tensor of the pool in place with new Gaussian values (a seed drawn from the OS's
-  entropy: counted seeds would let a kernel know the next fill, review 55) and starts again at
-  the first. The bench calls `fresh()` right before each timed region, after a
-  graph's capture and untimed replay, so with a pool at least as large as a round's calls no timed
-  call's A was ever seen by an earlier call. B (the weights) stays: a memo keyed on B alone cannot
-  give the answer, which depends on A.
-- every caller keeps every output of a turn (from `begin` on) with the A it read, so each call of
-  a round writes its own C; `check()`, after the timed region, first finds every pool tensor and B
-  as they were made, bit for bit (regenerated from their seeds: the reference reads them, so a
-  call that zeroed A or B and wrote zeros would agree with it, review 55), then compares the
-  round's last output and up to CHECKS_PER_ROUND - 1 more, drawn at random once the round is over,
-  with the reference on the same A (`failures`, `checks`) for a caller made with `checked=True`; another caller's turn is checked
-  alike (the same untimed work on both sides of a pair) and its failures only counted apart
-  (`other_failures`). Why all of them: with only
-  the last output checked, a kernel that knows a round's length (the pool's A pointers repeat)
-  could skip the work of the calls before it, and one output kept at a random place would move
-  the next call's C to another block, telling a lazy kernel that the call before must be
-  finished. With every output kept, each call's C is its own block, no call's output is dead, and
-  which ones are checked is drawn (from the OS's entropy) after they ran. In graph mode the kept
-  outputs are the graph's own buffers, kept at capture (`fresh()` lets the warm-up pass's go), so
-  the check reads what the timed replay wrote for the A `fresh()` rewrote; `check(untimed=True)`
-  checks the calls nobody times alike (a graph's warm-up pass and untimed replay, the bench's
-  warm-up calls);
-- right behind one call of each pass, drawn for each pass apart (not the last, which is checked
-  whole), a few drawn elements of its output are copied on its stream into a buffer made before
-  the pass (`Snapshot`; a node of the graph in graph mode) and compared with the reference after
-  the round: an output must be there when its call returns, not by the round's end (a kernel
-  that put calls' work off to a later call of the round had every output right by the check,
-  review 55). No graph runs before its timed replay (product_bench.TorchClock.graph uploads it):
-  a replay of it showed a kernel the calls, their number and where the copy sits, which the
-  timed replay repeats (review 56). The copy is timed work, the same on both sides: one small
-  kernel a round;
+  rewrites every tensor of the pool in place with new Gaussian values (seeds from the OS's
+  entropy: counted seeds let a kernel know the next fill) and starts again at the first. The
+  bench calls it right before each timed region (after a graph's capture and upload), so with a
+  pool at least as large as a round's calls no timed call's A was seen by an earlier call.
+  `new_weights()` rewrites B in place from a new seed (the bench does it before each mode), as an
+  optimizer step or weight sync does: a copy of B kept keyed on its pointer goes stale.
+- every caller keeps every output of a turn (from `begin` on), each in its own C block (one kept
+  output at a random place would move the next C, telling a lazy kernel the call before was the
+  checked one). `check()`, after the timed region, finds every pool tensor and B as they were made,
+  bit for bit (regenerated from their seeds: the reference reads them, so a call that zeroed A or
+  B and wrote zeros would agree with it), then compares the round's last output and up to
+  CHECKS_PER_ROUND - 1 more, drawn after the round, with the reference on their A (`agreement`'s
+  bound on the largest error, and `precise`: drawn rows within the judge's bound of the vendor's
+  own error). Every caller's turn is checked alike, so both sides do the same untimed work
+  between timed regions (with only ours checked, F.linear against itself read 0.959 in graph mode
+  at 12288x12288x4096 on the H100); only a `checked` caller's failures count (`failures`,
+  `checks`), the other's go to `other_failures`. `check(untimed=True)` checks the calls nobody
+  times alike (a graph's warm-up pass, the bench's warm-up calls), so skipping them to start the
+  timed region on a cooler GPU fails.
+- right behind one call of each pass (drawn for each pass apart, never the last), a few drawn
+  elements of its output are copied on its stream into a buffer made before the pass
+  (`Snapshot`; a node of the graph in graph mode): an output must be there when its call returns,
+  not by the round's end. No graph runs before its timed replay (product_bench.TorchClock.graph
+  uploads it): a replay of it showed a kernel the calls, their number and where the copy sits.
 - `length(calls)` draws each round's calls (half of `calls` to `calls`, the same for both sides):
-  with a fixed length a kernel that counts calls from a round's start knew its last call and could
-  put the others' work off until it, batched, every output there when checked (review 55);
-- `pool_size` keeps the pool within a quarter of the L2 and never under 3 (a round's least calls);
-  `round_cap` keeps a round's kept outputs within KEPT_BYTES; the bench makes a round no longer
-  than either.
+  with a fixed length a kernel that counts calls knew a round's last call.
+- `pool_size` keeps the pool within a quarter of the L2 and never under 3; `round_cap` keeps a
+  round's kept outputs within KEPT_BYTES; the bench makes a round no longer than either.
 
 What it changes in the numbers: rounds of fewer calls where A is over ~256 KB (a graph's launch
-shared by fewer calls, on both sides alike), and where three A's outgrow the L2 (A over ~16 MB) the
-later calls of a round read A from HBM, where the bench before read one A held in L2. Each call of
-either side writes a C block no other call of its round wrote, where the bench before reused one
-block, which a write-heavy shape (C within the L2) kept in L2. Rounds are of drawn lengths, about
-3/4 of the calls asked on average. B is as before.
+shared by fewer calls, on both sides alike); where three A's outgrow the L2 the later calls of a
+round read A from HBM; each call writes a C block no other call of its round wrote (a write-heavy
+shape no longer keeps one C in L2); rounds of drawn lengths, about 3/4 of the calls asked; one
+small copy a round, timed, on both sides; W rewritten before each mode.
 
-Does not: time anything, or stop a kernel from keeping state (it makes the state worth nothing on
-the bench; the judge's own checks are in harness/judge.py).
+Does not: time anything, or stop a kernel from keeping state. Open (review 57): every pool A holds
+its final contents before a round's first call, so a kernel could read ahead through the pool at
+memory-bound shapes and keep the next calls' outputs in its workspace, each right when its call
+returns; writing each A right before its call, on the timed stream, would close it.
 """
 
 from __future__ import annotations
