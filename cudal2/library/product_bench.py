@@ -404,8 +404,19 @@ def cupy_feed(cp, A, B, calls: int, randn=None, b_seed: int | None = None) -> Fe
 
         def pick(self, ref, places):
             return ref.ravel().take(places)
+    def precise(out, a, seed):   # the torch rows' check, on the same memory (DLPack, no copy)
+        import torch
+        cp.cuda.get_current_stream().synchronize()   # torch's stream is another one
+        ok = _torch_precise(torch, torch.from_dlpack(out), torch.from_dlpack(a), torch.from_dlpack(B), seed)
+        torch.cuda.current_stream().synchronize()
+        return ok
+    try:
+        import torch  # noqa: F401
+    except ImportError:   # a cupy-only environment: the bound on the largest error only
+        precise = None
     feed = Feed(pool, fill, lambda a: cp.matmul(a, B.T), agreement, out_bytes=A.shape[0] * B.shape[0] * A.itemsize,
-                matches=matches, weights_intact=weights_intact, snapshot=Snap(), new_weights=new_weights)
+                matches=matches, weights_intact=weights_intact, snapshot=Snap(), new_weights=new_weights,
+                precise=precise)
     feed.fresh()
     return feed
 
