@@ -399,12 +399,28 @@ def test_each_pass_of_a_turn_draws_its_own_snapshot_place():
     assert any(p[0] != p[1] for p in plans)
 
 
+class FakeStream:
+    cuda_stream = 99
+
+    def wait_stream(self, other):
+        pass
+
+    def synchronize(self):
+        pass
+
+
+def fake_torch(graph):
+    """A torch whose CUDA graphs are `graph` objects, for TorchClock.graph without a GPU."""
+    import contextlib
+    import types
+    cuda = types.SimpleNamespace(CUDAGraph=graph, Stream=FakeStream, current_stream=FakeStream,
+                                 stream=lambda s: contextlib.nullcontext(), graph=lambda g: contextlib.nullcontext())
+    return types.SimpleNamespace(cuda=cuda)
+
+
 def test_a_graph_is_uploaded_not_run_before_its_timed_replay(monkeypatch):
     # a replay of the graph the timed one repeats showed a kernel its calls, their number and where
     # the snapshot sits (review 56): where torch gives the graph's handle it is only uploaded
-    import contextlib
-    import types
-
     from cudal2.harness import driver
     runs, uploads = [], []
 
@@ -414,71 +430,22 @@ def test_a_graph_is_uploaded_not_run_before_its_timed_replay(monkeypatch):
 
         def raw_cuda_graph_exec(self):
             return 1234
-
-    class Stream:
-        cuda_stream = 99
-
-        def wait_stream(self, other):
-            pass
-
-        def synchronize(self):
-            pass
-    cuda = types.SimpleNamespace(CUDAGraph=Graph, Stream=Stream, current_stream=Stream,
-                                 stream=lambda s: contextlib.nullcontext(), graph=lambda g: contextlib.nullcontext())
     monkeypatch.setattr(driver, "graph_upload", lambda g, s: uploads.append((g, s)))
-    clock = pb.TorchClock(types.SimpleNamespace(cuda=cuda), flush=None)
+    clock = pb.TorchClock(fake_torch(Graph), flush=None)
     replay = clock.graph(lambda: runs.append("call"))
     assert runs == ["call", "call"] and uploads == [(1234, 99)] and clock.warm == "upload"   # warm-up, capture
     replay()
     assert runs[-1] == "replay"
 
 
-def test_a_kernel_that_keeps_a_copy_of_the_weights_is_caught_once_they_change():
-    # a packed or transposed copy of W keyed on its pointer goes stale when a user's optimizer step
-    # or weight sync rewrites W in place; the bench rewrites W before each mode (review 56)
-    class W:
-        version = 0
-    clock = CostClock()
-
-    def feed_for():
-        return fd.Feed([Tensor() for _ in range(4)], fill=lambda a, seed: setattr(a, "contents", seed),
-                       reference=lambda a: ("C", a.contents, W.version), agreement=lambda got, want: {"agree": got == want},
-                       new_weights=lambda seed: setattr(W, "version", seed))
-
-    def honest(a):
-        clock.spent += 1.0
-        return ("C", a.contents, W.version)
-    kept = []
-
-    def cached(a):
-        clock.spent += 0.8
-        kept.append(W.version) if not kept else None
-        return ("C", a.contents, kept[0])
-    for kernel, caught in ((honest, False), (cached, True)):
-        feed = feed_for()
-        feed.fresh()
-        pb.modes(clock, feed.caller(kernel, checked=True), feed.caller(honest), rounds=2, calls=4, feed=feed)
-        assert (feed.failures > 0) == caught
-
-
-def test_a_graph_is_replayed_once_untimed_where_it_cannot_be_uploaded(monkeypatch):
+def test_a_graph_is_replayed_once_untimed_where_it_cannot_be_uploaded():
     # (an older torch gives no handle to the graph: as before review 56, and the row says so)
-    import contextlib
-    import types
     runs = []
 
     class Graph:
         def replay(self):
             runs.append("replay")
-
-    class Stream:
-        cuda_stream = 99
-
-        def wait_stream(self, other):
-            pass
-    cuda = types.SimpleNamespace(CUDAGraph=Graph, Stream=Stream, current_stream=Stream,
-                                 stream=lambda s: contextlib.nullcontext(), graph=lambda g: contextlib.nullcontext())
-    clock = pb.TorchClock(types.SimpleNamespace(cuda=cuda), flush=None)
+    clock = pb.TorchClock(fake_torch(Graph), flush=None)
     clock.graph(lambda: runs.append("call"))
     assert runs == ["call", "call", "replay"] and clock.warm == "replay"
 
@@ -528,3 +495,31 @@ def test_an_honest_kernel_passes_every_check_when_graphs_are_uploaded_not_run():
     row = pb.paced_modes(clock, feed.caller(gemm, checked=True), feed.caller(gemm), rounds=3, calls=4, feed=feed)
     assert row["timed_checks"]["failed"] == 0 and row["timed_checks"]["vendor_failed"] == 0
     assert row["graph_warm"] == ["upload"] and row["timed_checks"]["rounds"] > 3 + 3 + 9
+
+
+def test_a_kernel_that_keeps_a_copy_of_the_weights_is_caught_once_they_change():
+    # a packed or transposed copy of W keyed on its pointer goes stale when a user's optimizer step
+    # or weight sync rewrites W in place; the bench rewrites W before each mode (review 56)
+    class W:
+        version = 0
+    clock = CostClock()
+
+    def feed_for():
+        return fd.Feed([Tensor() for _ in range(4)], fill=lambda a, seed: setattr(a, "contents", seed),
+                       reference=lambda a: ("C", a.contents, W.version), agreement=lambda got, want: {"agree": got == want},
+                       new_weights=lambda seed: setattr(W, "version", seed))
+
+    def honest(a):
+        clock.spent += 1.0
+        return ("C", a.contents, W.version)
+    kept = []
+
+    def cached(a):
+        clock.spent += 0.8
+        kept.append(W.version) if not kept else None
+        return ("C", a.contents, kept[0])
+    for kernel, caught in ((honest, False), (cached, True)):
+        feed = feed_for()
+        feed.fresh()
+        pb.modes(clock, feed.caller(kernel, checked=True), feed.caller(honest), rounds=2, calls=4, feed=feed)
+        assert (feed.failures > 0) == caught

@@ -88,7 +88,7 @@ class Feed:
                  agreement: Callable[[Any, Any], dict], out_bytes: int = 0, seed: int | None = None,
                  matches: Callable[[Any, int], bool] | None = None,
                  weights_intact: Callable[[], bool] | None = None, snapshot: "Snapshot | None" = None,
-                 precise: Callable[[Any, Any, int], bool] | None = None,
+                 precise: Callable[[Any, Any, Any, int], bool] | None = None,
                  new_weights: Callable[[int], None] | None = None):
         """`agreement(got, want)`: {"max_abs_diff", "agree"} of an output against the reference;
         `out_bytes`: one output's size (for `round_cap`); `seed`: of the draws (tests; by default
@@ -96,9 +96,10 @@ class Feed:
         `matches(a, seed)`: whether pool tensor a holds what `fill(., seed)` wrote, bit for bit;
         `weights_intact()`: whether B still holds what it was made with (regenerated, not a copy a
         kernel could find); `snapshot`: how to copy a few drawn elements of an output right after
-        its call (`Snapshot`), or None for no snapshots; `precise(out, a, seed)`: whether an
+        its call (`Snapshot`), or None for no snapshots; `precise(out, ref, a, seed)`: whether an
         output's error against a more exact reference is within the judge's bound of the
-        vendor's own (rows drawn from `seed`), beside `agreement`'s bound on the largest error;
+        vendor's own (`ref`, the reference on `a`; rows drawn from `seed`), beside `agreement`'s
+        bound on the largest error;
         `new_weights(seed)`: rewrite B in place from a new seed (and check it against that one)."""
         self.pool, self.fill, self.reference, self.compare = pool, fill, reference, agreement
         self.matches, self.weights_intact, self.precise, self.rewrite_weights = matches, weights_intact, precise, new_weights
@@ -147,7 +148,7 @@ class Feed:
                      for _ in range(PASSES)] if self.snap and calls > 1 else []
 
     def fresh(self) -> None:
-        self.kept = self.kept[len(self.kept) - self.calls:] if self.kept else []   # a graph's warm-up
+        self.kept = self.kept[-self.calls:]   # (a graph's warm-up pass goes)
         self.snaps = self.snaps[-1:]   # (the capture's, which the timed replay rewrites)
         for j in reversed(range(len(self.pool))):  # the first calls read the last written: A as a model's
             self.seeds[j] = self.draw.getrandbits(63)   # layer finds it, just written by the op before
@@ -186,19 +187,26 @@ class Feed:
         `last_pass_ran` False: the turn's last pass was captured into a graph that has not run
         (uploaded, not replayed), so only the passes before it are checked (review 57: checked, the
         unwritten buffers failed every honest round)."""
-        if untimed and not last_pass_ran:
-            turn, snaps = self.kept[:max(0, len(self.kept) - self.calls)], self.snaps[:-1]
+        if not untimed:
+            turn, snaps = self.kept[-self.calls:], self.snaps[-1:]
+        elif last_pass_ran:
+            turn, snaps = self.kept, self.snaps
         else:
-            turn = self.kept if untimed else self.kept[len(self.kept) - self.calls:]
-            snaps = self.snaps if untimed else self.snaps[-1:]
+            turn, snaps = self.kept[:-self.calls], self.snaps[:-1]
         if not turn:
             return
         picked = [turn[-1]] + self.draw.sample(turn[:-1], min(CHECKS_PER_ROUND - 1, len(turn) - 1))
         intact = self.intact()
-        agree = [(checked, self.compare(out, self.reference(a))["agree"]
-                  and (self.precise is None or self.precise(out, a, self.draw.getrandbits(63))))
+        refs: dict[int, Any] = {}   # one reference per A read, however many outputs of it are checked
+
+        def ref(a):
+            if id(a) not in refs:
+                refs[id(a)] = self.reference(a)
+            return refs[id(a)]
+        agree = [(checked, self.compare(out, ref(a))["agree"]
+                  and (self.precise is None or self.precise(out, ref(a), a, self.draw.getrandbits(63))))
                  for out, a, checked in picked]  # all, always
-        agree += [(checked, self.compare(got, self.snap.pick(self.reference(a), places))["agree"])
+        agree += [(checked, self.compare(got, self.snap.pick(ref(a), places))["agree"])
                   for got, places, a, checked in snaps]
         for side in (True, False):
             mine = [ok for checked, ok in agree if checked == side]

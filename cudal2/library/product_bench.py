@@ -211,17 +211,16 @@ def modes(clock, ours, theirs, rounds: int, calls: int, use=None, flushed_rounds
     row: dict = {}
     # With a feed, each round's length is drawn (`Feed.length`), so no kernel knows a round's last call
     length = (lambda: feed.length(calls)) if feed else (lambda: calls)
+    new_weights = feed.new_weights if feed else (lambda: None)   # before each mode (`Feed.new_weights`)
 
     def record(mode: str, paired: tuple[float, float, float]) -> None:
         # the ratio, and each side's median time of one call (µs) beside it
         row[mode] = paired[0]
         row[f"{mode}_us"] = {"ours": 1e3 * paired[1], "theirs": 1e3 * paired[2]}
 
-    if feed:
-        feed.new_weights()
+    new_weights()
     record("eager", _paired(ours, theirs, rounds, timed(lambda f, n: lambda: many(f, n)), length))
-    if feed:
-        feed.new_weights()
+    new_weights()
     try:
         # Each round captures its own graphs: where a replay's time moves with the capture (its
         # pool's addresses), one capture per side read as a steady ±3% at a 20 µs call, A/A
@@ -238,8 +237,7 @@ def modes(clock, ours, theirs, rounds: int, calls: int, use=None, flushed_rounds
     except Exception as err:  # noqa: BLE001  recorded: the mode is missing, not the shape
         row["graph"], row["graph_error"] = None, f"{type(err).__name__}: {err}".splitlines()[0]
 
-    if feed:
-        feed.new_weights()
+    new_weights()
     record("flushed", _paired(ours, theirs, flushed_rounds or 3 * rounds,
                               timed(lambda f, n: f, measure=lambda f: lone(clock, f))))
     return row
@@ -297,10 +295,11 @@ PRECISE_RATIO = 1.35
 PRECISE_ROWS = 64
 
 
-def _torch_precise(torch, out, a, W, seed: int) -> bool:
+def _torch_precise(torch, out, vendor, a, W, seed: int) -> bool:
     """Up to PRECISE_ROWS rows of `out` (drawn from `seed`) within PRECISE_RATIO x F.linear's own
-    relative Frobenius error against a float64 product of the same rows, as the judge's reference
-    (W converted a slice at a time, so no float64 copy of a large W is held)."""
+    (`vendor`, its output on `a`) relative Frobenius error against a float64 product of the same
+    rows, as the judge's reference (W converted a slice at a time, so no float64 copy of a large W
+    is held)."""
     M, N = out.shape
     gen = torch.Generator(device=out.device).manual_seed(seed)
     rows = torch.randperm(M, device=out.device, generator=gen)[:PRECISE_ROWS]
@@ -309,9 +308,8 @@ def _torch_precise(torch, out, a, W, seed: int) -> bool:
     step = max(1, (64 << 20) // (8 * W.shape[1]))
     for n0 in range(0, N, step):
         exact[:, n0:n0 + step] = a64 @ W[n0:n0 + step].double().T
-    vendor = torch.nn.functional.linear(a.index_select(0, rows), W).double()
     scale = max(float(exact.norm()), 1e-30)
-    err, err_vendor = float((out.index_select(0, rows).double() - exact).norm()), float((vendor - exact).norm())
+    err, err_vendor = (float((x.index_select(0, rows).double() - exact).norm()) for x in (out, vendor))
     return err <= PRECISE_RATIO * max(err_vendor, 2.0 ** -14 * scale)
 
 
@@ -354,8 +352,8 @@ def torch_feed(torch, A, W, calls: int, w_seed: int | None = None) -> Feed:
 
         def pick(self, ref, places):
             return ref.reshape(-1).index_select(0, places)
-    def precise(out, a, seed):
-        return _torch_precise(torch, out, a, W, seed)
+    def precise(out, ref, a, seed):
+        return _torch_precise(torch, out, ref, a, W, seed)
     feed = Feed(pool, fill, lambda a: torch.nn.functional.linear(a, W), _torch_agreement,
                 out_bytes=A.shape[0] * W.shape[0] * A.element_size(), matches=matches,
                 weights_intact=weights_intact, snapshot=Snap(), precise=precise, new_weights=new_weights)
@@ -404,10 +402,10 @@ def cupy_feed(cp, A, B, calls: int, randn=None, b_seed: int | None = None) -> Fe
 
         def pick(self, ref, places):
             return ref.ravel().take(places)
-    def precise(out, a, seed):   # the torch rows' check, on the same memory (DLPack, no copy)
+    def precise(out, ref, a, seed):   # the torch rows' check, on the same memory (DLPack, no copy)
         import torch
         cp.cuda.get_current_stream().synchronize()   # torch's stream is another one
-        ok = _torch_precise(torch, torch.from_dlpack(out), torch.from_dlpack(a), torch.from_dlpack(B), seed)
+        ok = _torch_precise(torch, *(torch.from_dlpack(x) for x in (out, ref, a, B)), seed)
         torch.cuda.current_stream().synchronize()
         return ok
     try:
