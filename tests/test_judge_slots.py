@@ -93,3 +93,20 @@ def test_b_changed_in_place_is_checked_as_changed(trial, whole):
     assert (changed > 1 if whole else changed == 1) and trial.inputs_intact()
     trial.b[trial.b == trial.b.flat[0]] += 1
     assert not trial.inputs_intact()
+
+
+def test_the_carried_calls_run_in_order_and_record_each_check(trial):
+    # the sequence, with the GPU's calls and checks replaced by records: one prepared call, the
+    # identical carried calls and the nudged one, then the rotated calls with B changed before one
+    from cudal2.config import Config
+    j = object.__new__(judge.Judge)
+    j.cfg = Config()
+    calls, checks = [], []
+    j.call = lambda t, stage, carried=False: calls.append((carried, t.slot))
+    j.tolerance_check = lambda a, b, c, vendor, stage, key, **info: checks.append(info)
+    j.carried_calls(trial, vendor=None, key="k")
+    assert calls[0] == (False, 0) and all(kept for kept, _ in calls[1:]) and len(calls) == len(checks)
+    assert checks[0]["carried"] == 0 and any(c.get("nudged") for c in checks)
+    rotated = [c for c in checks if "rotated" in c]
+    assert len(rotated) >= judge.Trial.SLOTS + 1 and {c["slot"] for c in rotated} == set(range(judge.Trial.SLOTS))
+    assert sum("new_b" in c for c in checks) == 1 and trial.slot == 0   # settled

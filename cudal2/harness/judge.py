@@ -187,8 +187,7 @@ class Trial:
             self.b_seed, self.b_nudge = buffers.new_seed(), None
             buffers.fill(self.b, self.drawn[1], self.b_seed)
             return
-        rng = random.SystemRandom()
-        self.b_nudge = (rng.randrange(self.p.N), rng.randrange(self.p.K), nudge_step(self.p.K))
+        self.b_nudge = _moved(self.p.N, self.p.K)
         _nudge(self.b, *self.b_nudge)
 
     @property
@@ -219,31 +218,16 @@ class Trial:
         """Move one element of A, at a random place, by `nudge_step(K)` (towards zero): one output
         row changes by that multiple of a column of B, far past the tolerance, while a key sampled
         from A most likely misses it."""
-        r, k = random.SystemRandom().randrange(self.p.M), random.SystemRandom().randrange(self.p.K)
-        self.nudges[self.slot] = (r, k, nudge_step(self.p.K))
+        self.nudges[self.slot] = _moved(self.p.M, self.p.K)
         _nudge(self.a, *self.nudges[self.slot])
 
     def inputs_intact(self) -> bool:
         """Every A drawn since the fill (each slot's) and B still hold what their seed gives, and a
         nudge since (regenerated now: no copy of them existed where the call could reach it)."""
-        da, db, seed = self.drawn
-        for slot, a_seed in self.a_seeds.items():   # every A drawn since the fill: a user's activations
-            a = self.a_at(slot)
-            if slot in self.nudges:
-                want = cp.empty_like(a)
-                buffers.fill(want, da, a_seed)
-                _nudge(want, *self.nudges[slot])
-                ok_a = compare.bitwise(a, want)[0]
-            else:
-                ok_a = buffers.matches(a, da, a_seed)
-            if not ok_a:
-                return False
-        if self.b_nudge is None:
-            return buffers.matches(self.b, db, self.b_seed)
-        want = cp.empty_like(self.b)
-        buffers.fill(want, db, self.b_seed)
-        _nudge(want, *self.b_nudge)
-        return compare.bitwise(self.b, want)[0]
+        da, db, _ = self.drawn
+        return (all(_holds(self.a_at(slot), da, a_seed, self.nudges.get(slot))   # every A drawn since the
+                    for slot, a_seed in self.a_seeds.items())                    # fill: a user's activations
+                and _holds(self.b, db, self.b_seed, self.b_nudge))
 
 
 def nudge_step(K: int) -> float:
@@ -255,6 +239,23 @@ def nudge_step(K: int) -> float:
     sqrt(K)/4 the step grows as the ulp does, and a stale row of N >= 8 outputs passes the
     largest-element bound with a chance under 1e-6 at any K (tests/test_judge_nudge.py)."""
     return max(2.0, math.sqrt(K) / 4)
+
+
+def _moved(rows: int, K: int) -> tuple[int, int, float]:
+    """An element of a rows x K operand, drawn, and how far `_nudge` moves it."""
+    rng = random.SystemRandom()
+    return rng.randrange(rows), rng.randrange(K), nudge_step(K)
+
+
+def _holds(x: cp.ndarray, dist: str, seed: int, moved: tuple[int, int, float] | None) -> bool:
+    """`x` holds, bit for bit, what `buffers.fill(x, dist, seed)` writes, with `moved`'s element
+    moved by `_nudge` when given (regenerated now: no copy existed where a call could reach it)."""
+    if moved is None:
+        return buffers.matches(x, dist, seed)
+    want = cp.empty_like(x)
+    buffers.fill(want, dist, seed)
+    _nudge(want, *moved)
+    return compare.bitwise(x, want)[0]
 
 
 def _nudge(a: cp.ndarray, r: int, k: int, step: float) -> None:
@@ -502,27 +503,26 @@ class Judge:
         does not catch: a kernel that waits for more calls, or a longer pointer cycle, than the
         judge makes (the product bench's checks are the second line: library/feed.py)."""
         seed = t.fill("normal")
-        self.call(t, Stage.REPEAT)
-        self.tolerance_check(t.a, t.b, t.c, vendor, Stage.REPEAT, key, carried=0, seed=seed)
+
+        def checked(kept: bool = True, **info) -> None:   # one call (C and workspace kept), checked in full
+            self.call(t, Stage.REPEAT, carried=kept)
+            self.tolerance_check(t.a, t.b, t.c, vendor, Stage.REPEAT, key, seed=seed, **info)
+        checked(kept=False, carried=0)
         rng = random.SystemRandom()
         same = rng.randint(1, self.cfg.verify.carry_calls)
         for r in range(1, same + 2):
             if r == same + 1:
                 t.nudge()
-            self.call(t, Stage.REPEAT, carried=True)
-            self.tolerance_check(t.a, t.b, t.c, vendor, Stage.REPEAT, key, carried=r, seed=seed, nudged=t.nudged)
+            checked(carried=r, nudged=t.nudged)
         least = max(self.cfg.verify.carry_calls, Trial.SLOTS + 1)   # a cycle seen whole, and its first again
         rotations = rng.randint(least, 2 * least)
         new_b = rng.randrange(1, rotations)   # and B changed in place before one of them, not the first
         for r in range(rotations):
             if r == new_b:   # B changed, then one call on the same A (an A-keyed memo is stale)
                 t.new_b(whole=rng.random() < 0.5)
-                self.call(t, Stage.REPEAT, carried=True)
-                self.tolerance_check(t.a, t.b, t.c, vendor, Stage.REPEAT, key, new_b=True, slot=t.slot, seed=seed)
+                checked(new_b=True, slot=t.slot)
             a_seed = t.rotate()
-            self.call(t, Stage.REPEAT, carried=True)
-            self.tolerance_check(t.a, t.b, t.c, vendor, Stage.REPEAT, key, rotated=r, slot=t.slot, seed=seed,
-                                 a_seed=a_seed)
+            checked(rotated=r, slot=t.slot, a_seed=a_seed)
         t.settle()
 
     def tolerance_check(self, a, b, c, vendor, stage: Stage, key: str, ratio: float | None = None, **info) -> None:

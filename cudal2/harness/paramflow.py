@@ -420,16 +420,16 @@ def _unsure_descriptors(steps: list[_Step], succ: list[list[int]],
         if s.base not in _TMA:
             continue
         facts = held_in[k] or frozenset()
-        regs = _descriptor(s)
-        if not all(_sure(r, s.cond, facts) is not None for r in regs):
+        sure = {r: _sure(r, s.cond, facts) for r in _descriptor(s)}   # each register's constants
+        if None in sure.values():
             return (f"`{s.text}` in {s.section} names a TMA descriptor that is not, on every path, one of the "
                     "harness's parameters (the parameter bank's generic address plus a constant)")
-        if tmaps is not None and regs:
+        if tmaps is not None and sure:
             base = _descriptor_base(s)
-            if any(_sure(r, s.cond, facts) != {0} for r in regs - {base}):
+            if any(consts != {0} for r, consts in sure.items() if r != base):
                 return (f"`{s.text}` in {s.section} names a TMA descriptor whose address's high word is not the "
                         "parameter bank's own (a constant was added to it)")
-            offs = _sure(base, s.cond, facts) or {None}
+            offs = sure.get(base) or {None}
             if not offs <= tmaps.get(s.section, frozenset()):
                 return (f"`{s.text}` in {s.section} names a TMA descriptor at the parameter bank's address plus "
                         f"{', '.join('an unknown constant' if o is None else hex(o) for o in sorted(offs, key=str))}, "
