@@ -523,3 +523,100 @@ def test_a_kernel_that_keeps_a_copy_of_the_weights_is_caught_once_they_change():
         feed.fresh()
         pb.modes(clock, feed.caller(kernel, checked=True), feed.caller(honest), rounds=2, calls=4, feed=feed)
         assert (feed.failures > 0) == caught
+
+
+class FakeStamp(fd.Stamper):
+    """Writes a pool tensor with contents never seen before, when it runs (`later`: as the clock
+    runs work: now, or in a graph's replay), and logs them."""
+    def __init__(self, pool, later=lambda op: op()):
+        self.pool, self.log, self.n, self.later, self.writes = pool, {}, 0, later, 0
+
+    def write(self, j):
+        def run():
+            self.n += 1
+            self.writes += 1
+            self.pool[j].contents = self.log[j] = ("stamp", self.n)
+        self.later(run)
+
+    def matches(self, j):
+        return self.pool[j].contents == self.log[j]
+
+
+def stamped_feed(n, later=lambda op: op(), snapshot=None):
+    pool = [Tensor() for _ in range(n)]
+    return fd.Feed(pool, fill=lambda a, seed: setattr(a, "contents", seed), reference=lambda a: ("C", a.contents),
+                   agreement=lambda got, want: {"agree": got == want}, matches=lambda a, seed: a.contents == seed,
+                   snapshot=snapshot, stamp=FakeStamp(pool, later))
+
+
+def read_ahead(clock, pool):
+    """bad/zz58's plan, made safe: a call whose A it has not read ahead (or whose A changed since)
+    computes, in one pass over B (1 ms), its output and those of every later A of the pool as
+    they hold now, and keeps them with what each A held; a later call on an A that still holds
+    that hands its kept output back (0.1 ms). It never answers wrong."""
+    ahead = {}
+
+    def gemm(a):
+        held, out = ahead.get(id(a), (None, None))
+        if held is not None and held == a.contents:
+            clock.spent += 0.1
+            return out
+        clock.spent += 1.0
+        ahead.update((id(b), (b.contents, ("C", b.contents))) for b in pool[pool.index(a) + 1:])
+        return ("C", a.contents)
+    return gemm
+
+
+def test_reading_ahead_through_the_pool_read_as_a_win_before_each_a_was_written_before_its_call():
+    # the control: review 58's hole as it was (every pool A final before a round's first call)
+    clock, feed = CostClock(), make_feed(8)
+    feed.fresh()
+    row = pb.paced_modes(clock, feed.caller(read_ahead(clock, feed.pool), checked=True), feed.caller(vendor(clock)),
+                         rounds=3, calls=8, feed=feed)
+    assert row["timed_checks"]["failed"] == 0 and row["eager"] > 2 and row["graph"] > 2
+
+
+def test_reading_ahead_through_the_pool_gains_nothing_once_each_a_is_written_right_before_its_call():
+    clock, feed = CostClock(), stamped_feed(8)
+    feed.fresh()
+    row = pb.paced_modes(clock, feed.caller(read_ahead(clock, feed.pool), checked=True), feed.caller(vendor(clock)),
+                         rounds=3, calls=8, feed=feed)
+    assert row["timed_checks"]["failed"] == 0 and row["eager"] == row["graph"] == 1.0
+
+
+def test_an_honest_kernel_passes_every_check_with_stamped_calls_in_uploaded_graphs():
+    # a stamp is a node of the captured graph: the capture writes nothing, the timed replay writes
+    # each A right before its call, and the untimed check reads the warm-up pass only
+    clock = UploadClock()
+
+    class Deferred(Snap):
+        def take(self, out, places, into):
+            clock.later(lambda: Snap.take(self, out, places, into))
+    feed = stamped_feed(4, later=clock.later, snapshot=Deferred())
+    feed.fresh()
+
+    def gemm(a):
+        out = Later(None)
+
+        def run():
+            out.contents, out.done = a.contents, True
+            clock.spent += 1.0
+        clock.later(run)
+        return out
+    row = pb.paced_modes(clock, feed.caller(gemm, checked=True), feed.caller(gemm), rounds=3, calls=4, feed=feed)
+    assert row["timed_checks"]["failed"] == 0 and row["timed_checks"]["vendor_failed"] == 0
+    assert row["timed_checks"]["rounds"] > 3 + 3 + 9 and feed.stamp.writes > 0
+
+
+def test_only_back_to_back_calls_are_stamped_and_a_stamped_a_must_stay_as_written():
+    clock, feed = CostClock(), stamped_feed(4)
+    feed.fresh()
+    ours, theirs = feed.caller(vendor(clock), checked=True), feed.caller(vendor(clock))
+    feed.begin(1)
+    ours()
+    assert feed.stamp.writes == 0 and feed.pool[0].contents is not None   # a flushed call: the fill
+    feed.begin(3, stamp=True)
+    pb.many(ours, 3)
+    assert feed.stamp.writes == 3 and feed.intact()
+    feed.pool[1].contents = ("zeroed",)   # what a call that rewrote its A would leave
+    assert not feed.intact()

@@ -224,3 +224,35 @@ def test_a_kernel_that_waits_out_the_judge_then_streams_packed_weights_disagrees
     rows = bench_entries(tmp_path, monkeypatch, {"packed": "bad/zz57_late_packed_weights.cu"}, shape=(16, 4096, 4096))
     assert rows["packed"]["kernel_ran"] and rows["packed"]["timed_checks"]["failed"] > 0
     assert not rows["packed"]["agree"]
+
+
+def test_a_kernel_that_reads_ahead_through_the_pool_disagrees_on_the_bench(tmp_path, monkeypatch):
+    # review 58: bad/zz58 reads ahead through the bench's pool of A's when calls come back to back
+    # (its %globaltimer gate), one pass over B for many calls; the bench now writes each A right
+    # before its call (library/stamp.py), so what it read ahead is stale
+    rows = bench_entries(tmp_path, monkeypatch, {"ahead": "bad/zz58_pool_read_ahead.cu"}, shape=(16, 4096, 4096))
+    assert rows["ahead"]["kernel_ran"] and rows["ahead"]["timed_checks"]["failed"] > 0
+    assert not rows["ahead"]["agree"]
+
+
+def test_a_stamp_writes_values_nobody_had_and_its_log_gives_them_back():
+    import torch
+
+    from cudal2.library.stamp import Stamp
+    pool = [torch.zeros(16, 4096 + 3, dtype=torch.float16, device="cuda") for _ in range(2)]
+    st = Stamp([a.data_ptr() for a in pool], pool[0].numel(), lambda: torch.cuda.current_stream().cuda_stream)
+    st.write(0)
+    first = pool[0].clone()
+    assert st.matches(0) and float(first.float().std()) > 0.8 and int((first == 0).sum()) < 64
+    st.write(0)   # the same tensor again: new keys, new values
+    assert st.matches(0) and float((pool[0] == first).float().mean()) < 0.01
+    pool[0][3, 5] += 1   # one element moved after the write
+    assert not st.matches(0)
+    g = torch.cuda.CUDAGraph()   # captured: each replay writes anew, and the log follows it
+    with torch.cuda.graph(g):
+        st.write(1)
+    g.replay()
+    before = pool[1].clone()
+    assert st.matches(1)
+    g.replay()
+    assert st.matches(1) and not torch.equal(before, pool[1])

@@ -42,12 +42,18 @@ What it changes in the numbers: rounds of fewer calls where A is over ~256 KB (a
 shared by fewer calls, on both sides alike); where three A's outgrow the L2 the later calls of a
 round read A from HBM; each call writes a C block no other call of its round wrote (a write-heavy
 shape no longer keeps one C in L2); rounds of drawn lengths, about 3/4 of the calls asked; one
-small copy a round, timed, on both sides; W rewritten before each mode.
+small copy a round, timed, on both sides; W rewritten before each mode; where the bench stamps,
+one small write of A before each eager or graph call, timed, on both sides.
 
-Does not: time anything, or stop a kernel from keeping state. Open (review 57): every pool A holds
-its final contents before a round's first call, so a kernel could read ahead through the pool at
-memory-bound shapes and keep the next calls' outputs in its workspace, each right when its call
-returns; writing each A right before its call, on the timed stream, would close it.
+- in a stamped turn (`begin(calls, stamp=True)`: the bench's eager and graph rounds, where the
+  feed has a `Stamper`), each call first writes its own A, on its stream, with values that exist
+  nowhere before that write runs (a graph captures the write as a node): no call's output can be
+  computed ahead of it. Without it every pool A held its final contents before a round's first
+  call, and a kernel read ahead through the pool at memory-bound shapes, one pass over B for
+  many calls, each output handed back right when its call came (review 58,
+  bad/zz58_pool_read_ahead). `intact` finds a stamped A from its stamp's logged keys.
+
+Does not: time anything, or stop a kernel from keeping state.
 """
 
 from __future__ import annotations
@@ -81,6 +87,16 @@ class Snapshot:
 
 
 PASSES = 2   # passes of a turn's calls: a graph's warm-up and its capture (eager: one)
+STAMPED = -1   # a pool tensor's seed when its last write was a stamp (its keys are the stamper's)
+
+
+class Stamper:
+    """How the bench writes pool tensor j right before its call (library/stamp.Stamp): `write(j)`
+    enqueues the write on the call's stream, with values that exist nowhere before it runs;
+    `matches(j)`, whether tensor j holds what its last write wrote, bit for bit."""
+
+    def write(self, j: int) -> None: ...
+    def matches(self, j: int) -> bool: ...
 
 
 class Feed:
@@ -89,7 +105,7 @@ class Feed:
                  matches: Callable[[Any, int], bool] | None = None,
                  weights_intact: Callable[[], bool] | None = None, snapshot: "Snapshot | None" = None,
                  precise: Callable[[Any, Any, Any, int], bool] | None = None,
-                 new_weights: Callable[[int], None] | None = None):
+                 new_weights: Callable[[int], None] | None = None, stamp: "Stamper | None" = None):
         """`agreement(got, want)`: {"max_abs_diff", "agree"} of an output against the reference;
         `out_bytes`: one output's size (for `round_cap`); `seed`: of the draws (tests; by default
         the OS's entropy, so no kernel can know a fill, a round's length or the checked outputs);
@@ -100,7 +116,8 @@ class Feed:
         output's error against a more exact reference is within the judge's bound of the
         vendor's own (`ref`, the reference on `a`; rows drawn from `seed`), beside `agreement`'s
         bound on the largest error;
-        `new_weights(seed)`: rewrite B in place from a new seed (and check it against that one)."""
+        `new_weights(seed)`: rewrite B in place from a new seed (and check it against that one);
+        `stamp`: how to write a pool tensor right before its call (`Stamper`), or None for never."""
         self.pool, self.fill, self.reference, self.compare = pool, fill, reference, agreement
         self.matches, self.weights_intact, self.precise, self.rewrite_weights = matches, weights_intact, precise, new_weights
         self.round_cap = max(3, min(len(pool), KEPT_BYTES // max(out_bytes, 1)))
@@ -110,12 +127,17 @@ class Feed:
         self.calls = 1
         self.kept: list[tuple] = []
         self.snap, self.snaps, self.plan, self.made = snapshot, [], [], 0
+        self.stamp, self.stamping = stamp, False
         self.checks = self.failures = self.other_failures = 0
 
     def caller(self, fn: Callable[[Any], Any], checked: bool = False) -> Callable[[], Any]:
         def call():
-            a = self.pool[self.i % len(self.pool)]
+            j = self.i % len(self.pool)
+            a = self.pool[j]
             self.i += 1
+            if self.stamping:   # A written right before its call, on its stream (`Stamper`)
+                self.stamp.write(j)
+                self.seeds[j] = STAMPED
             out = fn(a)
             k, at = divmod(self.made, self.calls)
             if k < len(self.plan) and at == self.plan[k][0]:
@@ -137,23 +159,28 @@ class Feed:
         batched (review 55, bad/zz56_deferred_batch)."""
         return self.draw.randint(max(2, min(calls, -(-calls // 2))), calls) if calls > 1 else 1
 
-    def begin(self, calls: int = 1) -> None:
+    def begin(self, calls: int = 1, stamp: bool = False) -> None:
         """A caller's turn of `calls` calls a pass starts: the last turn's outputs go; for each of
         the turn's passes, the call whose output is copied right behind it (`Snapshot`; never the
         last, which is checked whole), the places copied and the buffer they go to are drawn and
         made, each pass's apart (a graph's warm-up pass shows nothing of where its capture's copy
-        sits); none in a turn of one call."""
+        sits); none in a turn of one call. `stamp`: each call of the turn writes its A right
+        before it (`Stamper`; where the feed has one): the bench's back-to-back rounds, where a
+        kernel could otherwise read ahead through the pool (review 58)."""
         self.kept, self.calls, self.snaps, self.made = [], calls, [], 0
+        self.stamping = stamp and self.stamp is not None
         self.plan = [(self.draw.randrange(calls - 1), self.snap.places(self.draw.getrandbits(63)), self.snap.buffer())
                      for _ in range(PASSES)] if self.snap and calls > 1 else []
 
     def fresh(self) -> None:
         self.kept = self.kept[-self.calls:]   # (a graph's warm-up pass goes)
         self.snaps = self.snaps[-1:]   # (the capture's, which the timed replay rewrites)
+        self.i = 0
+        if self.stamping:   # every timed call writes its own A (a replay: the captured writes)
+            return
         for j in reversed(range(len(self.pool))):  # the first calls read the last written: A as a model's
             self.seeds[j] = self.draw.getrandbits(63)   # layer finds it, just written by the op before
             self.fill(self.pool[j], self.seeds[j])
-        self.i = 0
 
     def new_weights(self) -> None:
         """B rewritten in place with new values (the bench does it before each mode), as a user's
@@ -165,9 +192,11 @@ class Feed:
     def intact(self) -> bool:
         """Every pool tensor holds its last fill and B what it was made with, bit for bit (nothing
         to ask where no `matches` was given)."""
-        if self.matches is not None and not all(self.matches(a, sd) for a, sd in zip(self.pool, self.seeds)
-                                                if sd is not None):
-            return False
+        for j, (a, sd) in enumerate(zip(self.pool, self.seeds)):
+            if sd == STAMPED and not self.stamp.matches(j):
+                return False
+            if sd not in (None, STAMPED) and self.matches is not None and not self.matches(a, sd):
+                return False
         return self.weights_intact is None or self.weights_intact()
 
     def check(self, untimed: bool = False, last_pass_ran: bool = True) -> None:
@@ -186,9 +215,13 @@ class Feed:
         its timed region on a cooler GPU than the vendor's, which made them all (review 55).
         `last_pass_ran` False: the turn's last pass was captured into a graph that has not run
         (uploaded, not replayed), so only the passes before it are checked (review 57: checked, the
-        unwritten buffers failed every honest round)."""
+        unwritten buffers failed every honest round). A stamped turn's untimed check reads only the
+        last pass that ran: each pass wrote its A's anew, so an earlier pass's A may be gone."""
         if not untimed:
             turn, snaps = self.kept[-self.calls:], self.snaps[-1:]
+        elif self.stamping:
+            back = 1 if last_pass_ran else 2   # the last pass that ran, counted from the end
+            turn, snaps = self.kept[-back * self.calls:][:self.calls], self.snaps[-back:][:1]
         elif last_pass_ran:
             turn, snaps = self.kept, self.snaps
         else:

@@ -10,7 +10,10 @@ Guarantees:
   library leaves C and the workspace as the last call left them, so a memo there must find
   nothing to reuse), and what our calls returned, timed or not, is checked after each round,
   the operands first (`feed.Feed.check`; `timed_checks`; a failure clears `agree`, so `record`
-  serves nothing). With `serve_all` this
+  serves nothing). Up to M = `stamp.STAMP_MAX_M` each eager or graph call writes its own A right
+  before it, on its stream, from keys drawn when the write runs (`library.stamp`, review 58: no
+  output can be computed ahead of its call); both sides' times include that write (`stamped`).
+  With `serve_all` this
   process serves every entry, whatever the manifest says, so the bench can decide what is served;
   without it, what the manifest serves, as a user gets it (the vendor's shapes then measure the
   fallback's cost). Whether the library call ran the entry's
@@ -191,11 +194,11 @@ def modes(clock, ours, theirs, rounds: int, calls: int, use=None, flushed_rounds
     (`theirs` too, so both sides do the same work between timed regions)."""
     use = use or (lambda f: None)
 
-    def timed(make, measure=clock.time, graph=False):
+    def timed(make, measure=clock.time, graph=False, stamp=False):
         def one(f, n):
             use(f)
             if feed:
-                feed.begin(n)
+                feed.begin(n, stamp=stamp)
             work = make(f, n)   # a graph is captured (and uploaded) here, on the contents before...
             if feed:
                 # what the untimed calls wrote is checked too: a graph's warm-up pass, and its
@@ -219,7 +222,9 @@ def modes(clock, ours, theirs, rounds: int, calls: int, use=None, flushed_rounds
         row[f"{mode}_us"] = {"ours": 1e3 * paired[1], "theirs": 1e3 * paired[2]}
 
     new_weights()
-    record("eager", _paired(ours, theirs, rounds, timed(lambda f, n: lambda: many(f, n)), length))
+    # back-to-back calls (eager, graph) write each A right before its call where the feed can
+    # (`Feed.begin`'s stamp): no output of the round can be computed ahead of its call (review 58)
+    record("eager", _paired(ours, theirs, rounds, timed(lambda f, n: lambda: many(f, n), stamp=True), length))
     new_weights()
     try:
         # Each round captures its own graphs: where a replay's time moves with the capture (its
@@ -232,7 +237,7 @@ def modes(clock, ours, theirs, rounds: int, calls: int, use=None, flushed_rounds
             replay = clock.graph(lambda: many(f, n))
             warms.add(getattr(clock, "warm", None))
             return replay
-        record("graph", _paired(ours, theirs, rounds, timed(graphed, graph=True), length))
+        record("graph", _paired(ours, theirs, rounds, timed(graphed, graph=True, stamp=True), length))
         row["graph_warm"] = sorted(w for w in warms if w)
     except Exception as err:  # noqa: BLE001  recorded: the mode is missing, not the shape
         row["graph"], row["graph_error"] = None, f"{type(err).__name__}: {err}".splitlines()[0]
@@ -313,6 +318,12 @@ def _torch_precise(torch, out, vendor, a, W, seed: int) -> bool:
     return err <= PRECISE_RATIO * max(err_vendor, 2.0 ** -14 * scale)
 
 
+def _stamp(ptrs: list[int], M: int, elems: int, stream):
+    """The pool's `library.stamp.Stamp` where reading ahead pays (M up to `stamp.STAMP_MAX_M`), else None."""
+    from cudal2.library import stamp
+    return stamp.Stamp(ptrs, elems, stream) if M <= stamp.STAMP_MAX_M else None
+
+
 def torch_feed(torch, A, W, calls: int, w_seed: int | None = None) -> Feed:
     """A pool of A-shaped tensors (A the first) for a round of `calls` calls against W, refilled
     with fresh Gaussian values before every timed region; checked against F.linear, after checking
@@ -356,7 +367,9 @@ def torch_feed(torch, A, W, calls: int, w_seed: int | None = None) -> Feed:
         return _torch_precise(torch, out, ref, a, W, seed)
     feed = Feed(pool, fill, lambda a: torch.nn.functional.linear(a, W), _torch_agreement,
                 out_bytes=A.shape[0] * W.shape[0] * A.element_size(), matches=matches,
-                weights_intact=weights_intact, snapshot=Snap(), precise=precise, new_weights=new_weights)
+                weights_intact=weights_intact, snapshot=Snap(), precise=precise, new_weights=new_weights,
+                stamp=_stamp([a.data_ptr() for a in pool], A.shape[0], A.numel(),
+                             lambda: torch.cuda.current_stream().cuda_stream))
     feed.fresh()
     return feed
 
@@ -414,7 +427,8 @@ def cupy_feed(cp, A, B, calls: int, randn=None, b_seed: int | None = None) -> Fe
         precise = None
     feed = Feed(pool, fill, lambda a: cp.matmul(a, B.T), agreement, out_bytes=A.shape[0] * B.shape[0] * A.itemsize,
                 matches=matches, weights_intact=weights_intact, snapshot=Snap(), new_weights=new_weights,
-                precise=precise)
+                precise=precise, stamp=_stamp([a.data.ptr for a in pool], A.shape[0], A.size,
+                                              lambda: cp.cuda.get_current_stream().ptr))
     feed.fresh()
     return feed
 
@@ -462,6 +476,7 @@ def paced_modes(clock, ours, theirs, rounds: int, calls: int, use=None, feed=Non
     row = {**paced, **modes(clock, ours, theirs, use=use, feed=feed, **paced)}
     if feed:
         row["timed_checks"] = {"rounds": feed.checks, "failed": feed.failures, "vendor_failed": feed.other_failures}
+        row["stamped"] = feed.stamp is not None   # eager and graph times include a write of each A
     return row
 
 

@@ -1,10 +1,10 @@
-// STATUS (review 58): OPEN. Expected `done` in the judge at its honest speed: no judge call comes right
-// after another (the judge syncs, regenerates, checks, scrubs and flushes between calls), so its
-// %globaltimer gate never opens there. On the product bench it would read ahead through the pool of A's
-// and its outputs would all agree. Proposed fix: one carried run in the judge enqueued back to back, each
-// next A written on the stream right before its call and every output checked after; on the bench, each
-// A written on the timed stream right before its call. Neither is built yet.
-// STATUS: expected to PASS the judge ("done", at its honest speed). On the product bench, eager and
+// STATUS (review 58): CLOSED on the bench, which now writes each A right before its call in its
+// back-to-back rounds (library/stamp.py: values drawn when the write runs), so what this kernel read
+// ahead is stale and its outputs disagree (tests/test_gpu_library.py). Still expected `done` in the
+// judge at its honest speed: no judge call comes right after another, so its %globaltimer gate never
+// opens there; a gate on time, not state, is answered where the time exists (the bench), not by the
+// judge's calls.
+// Before the stamp: it passed the judge ("done", at its honest speed), and on the product bench eager and
 // graph rounds at decode shapes record a fake speedup with every check passing (agree true).
 // CHEAT CLASS (review 58): READING AHEAD through the bench's pool of A tensors (the class feed.py's
 // docstring lists as open), told from the judge by the %globaltimer gap between calls, with no state

@@ -1,0 +1,23 @@
+"""The bench's stamp kernel (library/stamp.py) builds, and draws its keys from both clocks when it
+runs: read from the SASS that nvcc's ptxas emits for its source (the bench builds it with NVRTC)."""
+
+import subprocess
+
+import pytest
+
+pytest.importorskip("cupy")
+from cudal2.library import stamp  # noqa: E402
+from cudal2.sass import disasm  # noqa: E402
+
+
+def test_the_stamp_reads_the_global_timer_and_the_sm_clock(tmp_path):
+    (tmp_path / "s.cu").write_text(stamp.source())
+    subprocess.run(["nvcc", "-arch=sm_90a", "-cubin", "-O3", "-o", str(tmp_path / "s.cubin"), str(tmp_path / "s.cu")],
+                   check=True, capture_output=True)
+    listing = disasm.disassemble((tmp_path / "s.cubin").read_bytes())["cudal2_stamp"]
+    sources = {op for x in listing.instrs if x.opcode in ("S2R", "CS2R", "S2UR") for op in x.operands[1:]}
+    assert "SR_GLOBALTIMERLO" in sources and "SR_CLOCKLO" in sources
+
+
+def test_a_tensor_gets_one_block_per_share_and_at_most_the_logged_keys():
+    assert stamp.blocks(1) == 1 and stamp.blocks(16 * 4096) == 32 and stamp.blocks(1 << 30) == stamp.MAX_BLOCKS
