@@ -6,8 +6,8 @@ and without the stamp).
 
 Does not: decide anything (the bench and the GPU tests do); the rows are for reading side by side.
 
-    PYTHONPATH=. python eval/stamp_probe.py --shape 16x4096x4096 --kernel bad/zz58_pool_read_ahead.cu \
-        --kernel good/naive_v2.cu --out F
+    PYTHONPATH=. python eval/stamp_probe.py --case bad/zz58_pool_read_ahead.cu@16x4096x4096 \
+        --case good/tiled_v2.cu@16x4096x4096 --out F
 """
 from __future__ import annotations
 
@@ -16,13 +16,14 @@ import json
 import tempfile
 from pathlib import Path
 
-KEEP = ("eager", "graph", "flushed", "eager_us", "graph_us", "agree", "kernel_ran", "timed_checks", "stamped")
+KEEP = ("eager", "graph", "flushed", "eager_us", "graph_us", "agree", "kernel_ran", "timed_checks", "stamped",
+        "stamp_us", "graph_error")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--shape", action="append", required=True, help="MxNxK (repeat the flag)")
-    ap.add_argument("--kernel", action="append", default=[], help="a file under tests/kernels (repeat)")
+    ap.add_argument("--case", action="append", required=True,
+                    help="KERNEL@MxNxK: a file under tests/kernels at a shape (repeat the flag)")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--calls", type=int, default=10)
     ap.add_argument("--out", type=Path, required=True)
@@ -39,20 +40,21 @@ def main() -> None:
     flush = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size, dtype=torch.uint8, device="cuda")
     stamp = pb._stamp
     rows = []
-    for text in a.shape:
-        p = parse_mnk(text)
-        for on in (True, False):
-            pb._stamp = stamp if on else (lambda *args: None)
-            for path in a.kernel:
-                name = Path(path).stem
-                folder = Path(tempfile.mkdtemp()) / name
-                add(folder, name, path, p.M, p.N, p.K)
-                cudal2.library._default = Library(folder)
-                row = pb.measure_shape(torch, cudal2.library._default, p.M, p.N, p.K, rounds=a.rounds,
-                                       calls=a.calls, flush=flush, eid=name)
-                rows.append({"shape": text, "kernel": path, "stamp": on, **{k: row.get(k) for k in KEEP}})
-                print(json.dumps(rows[-1]), flush=True)
-            # the A/A pair: what the stamp costs each side where nothing differs
+    cases = [c.split("@") for c in a.case]
+    for on in (True, False):
+        pb._stamp = stamp if on else (lambda *args: None)
+        for path, text in cases:
+            p = parse_mnk(text)
+            name = Path(path).stem
+            folder = Path(tempfile.mkdtemp()) / name
+            add(folder, name, path, p.M, p.N, p.K)
+            cudal2.library._default = Library(folder)
+            row = pb.measure_shape(torch, cudal2.library._default, p.M, p.N, p.K, rounds=a.rounds,
+                                   calls=a.calls, flush=flush, eid=name)
+            rows.append({"shape": text, "kernel": path, "stamp": on, **{k: row.get(k) for k in KEEP}})
+            print(json.dumps(rows[-1]), flush=True)
+        for text in sorted({t for _, t in cases}):   # the A/A pair: what the stamp costs where nothing differs
+            p = parse_mnk(text)
             A, W = pb._torch_inputs(torch, p.M, p.N, p.K)
             feed = pb.torch_feed(torch, A, W, a.calls)
             F = torch.nn.functional

@@ -620,3 +620,24 @@ def test_only_back_to_back_calls_are_stamped_and_a_stamped_a_must_stay_as_writte
     assert feed.stamp.writes == 3 and feed.intact()
     feed.pool[1].contents = ("zeroed",)   # what a call that rewrote its A would leave
     assert not feed.intact()
+
+
+def test_a_stamped_graph_round_is_refused_where_the_graph_had_to_be_replayed_untimed():
+    # review 59: the replay rewrote the warm-up pass's A's before its outputs were checked, so a
+    # kernel could skip the warm-up unseen; without an upload the row has no graph mode
+    class ReplayClock(CostClock):
+        warm = "replay"
+    clock, feed = ReplayClock(), stamped_feed(4)
+    feed.fresh()
+    row = pb.paced_modes(clock, feed.caller(vendor(clock), checked=True), feed.caller(vendor(clock)),
+                         rounds=2, calls=4, feed=feed)
+    assert row["graph"] is None and "cuGraphUpload" in row["graph_error"] and row["eager"] == 1.0
+
+
+def test_the_row_records_what_a_stamp_alone_costs():
+    clock, feed = CostClock(), stamped_feed(4)
+    feed.stamp.write = lambda j, w=feed.stamp.write: (w(j), setattr(clock, "spent", clock.spent + 0.25))
+    feed.fresh()
+    row = pb.paced_modes(clock, feed.caller(vendor(clock), checked=True), feed.caller(vendor(clock)),
+                         rounds=2, calls=4, feed=feed)
+    assert row["stamped"] and row["stamp_us"] == 250.0 and feed.intact()

@@ -248,11 +248,35 @@ def test_a_stamp_writes_values_nobody_had_and_its_log_gives_them_back():
     assert st.matches(0) and float((pool[0] == first).float().mean()) < 0.01
     pool[0][3, 5] += 1   # one element moved after the write
     assert not st.matches(0)
-    g = torch.cuda.CUDAGraph()   # captured: each replay writes anew, and the log follows it
+    st.write(1)
+    g = torch.cuda.CUDAGraph()   # captured: each replay writes anew, counted from commit()
     with torch.cuda.graph(g):
         st.write(1)
+    assert st.matches(1)   # the capture ran nothing: the eager write is still the last
     g.replay()
+    st.commit()
     before = pool[1].clone()
     assert st.matches(1)
     g.replay()
     assert st.matches(1) and not torch.equal(before, pool[1])
+
+
+def test_a_forged_or_replayed_stamp_log_is_found():
+    # review 59 (bad/zz59_stamp_log_forgery): a kernel that found the log could write keys of its
+    # own and an A they regenerate; each key's tag needs a secret and a nonce only launches hold
+    import torch
+
+    from cudal2.library.stamp import Stamp
+    a = torch.zeros(16, 4096, dtype=torch.float16, device="cuda")
+    st = Stamp([a.data_ptr()], a.numel(), lambda: torch.cuda.current_stream().cuda_stream)
+    stream = torch.cuda.current_stream().cuda_stream
+    st.write(0)
+    old_log, bad = st.keys[0].copy(), st.bad.data.ptr
+    st.write(0)
+    assert st.matches(0)
+    st.keys[0][0] ^= 1   # a forged key: A regenerated from it (the check's own kernel), tag untouched
+    st._launch(st.ptrs[0], 0, 0, bad, stream)
+    assert not st.matches(0)
+    st.keys[0][:] = old_log   # an earlier write's keys and tags, and the A they give
+    st._launch(st.ptrs[0], 0, 0, bad, stream)
+    assert not st.matches(0)

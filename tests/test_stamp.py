@@ -20,4 +20,4 @@ def test_the_stamp_reads_the_global_timer_and_the_sm_clock(tmp_path):
 
 
 def test_a_tensor_gets_one_block_per_share_and_at_most_the_logged_keys():
-    assert stamp.blocks(1) == 1 and stamp.blocks(16 * 4096) == 32 and stamp.blocks(1 << 30) == stamp.MAX_BLOCKS
+    assert stamp.blocks(1) == 1 and stamp.blocks(16 * 4096) == 8 and stamp.blocks(1 << 30) == stamp.MAX_BLOCKS

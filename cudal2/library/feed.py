@@ -93,9 +93,12 @@ STAMPED = -1   # a pool tensor's seed when its last write was a stamp (its keys 
 class Stamper:
     """How the bench writes pool tensor j right before its call (library/stamp.Stamp): `write(j)`
     enqueues the write on the call's stream, with values that exist nowhere before it runs;
-    `matches(j)`, whether tensor j holds what its last write wrote, bit for bit."""
+    `commit()`: the writes captured into a graph since the last commit are about to run (its
+    timed replay); `matches(j)`, whether tensor j holds what its last write that ran wrote, bit
+    for bit."""
 
     def write(self, j: int) -> None: ...
+    def commit(self) -> None: ...
     def matches(self, j: int) -> bool: ...
 
 
@@ -177,6 +180,7 @@ class Feed:
         self.snaps = self.snaps[-1:]   # (the capture's, which the timed replay rewrites)
         self.i = 0
         if self.stamping:   # every timed call writes its own A (a replay: the captured writes)
+            self.stamp.commit()
             return
         for j in reversed(range(len(self.pool))):  # the first calls read the last written: A as a model's
             self.seeds[j] = self.draw.getrandbits(63)   # layer finds it, just written by the op before

@@ -10,9 +10,10 @@ Guarantees:
   library leaves C and the workspace as the last call left them, so a memo there must find
   nothing to reuse), and what our calls returned, timed or not, is checked after each round,
   the operands first (`feed.Feed.check`; `timed_checks`; a failure clears `agree`, so `record`
-  serves nothing). Up to M = `stamp.STAMP_MAX_M` each eager or graph call writes its own A right
-  before it, on its stream, from keys drawn when the write runs (`library.stamp`, review 58: no
-  output can be computed ahead of its call); both sides' times include that write (`stamped`).
+  serves nothing). Each eager or graph call writes its own A right before it, on its stream,
+  from keys drawn when the write runs (`library.stamp`, review 58: no output can be computed
+  ahead of its call); both sides' times include that write (`stamped`), and the row records what
+  one write alone takes (`stamp_us`, graph mode).
   With `serve_all` this
   process serves every entry, whatever the manifest says, so the bench can decide what is served;
   without it, what the manifest serves, as a user gets it (the vendor's shapes then measure the
@@ -53,7 +54,7 @@ import statistics
 import time
 from pathlib import Path
 
-from cudal2.library.feed import Feed, Snapshot, pool_size
+from cudal2.library.feed import STAMPED, Feed, Snapshot, pool_size
 
 BANDS = ((0, 30, "below 2^30"), (30, 36, "2^30-2^35"), (36, 99, "2^36 and above"))
 
@@ -200,6 +201,10 @@ def modes(clock, ours, theirs, rounds: int, calls: int, use=None, flushed_rounds
             if feed:
                 feed.begin(n, stamp=stamp)
             work = make(f, n)   # a graph is captured (and uploaded) here, on the contents before...
+            if feed and graph and feed.stamping and getattr(clock, "warm", None) == "replay":
+                # the replay rewrote the warm-up pass's A's before anything checked what it wrote,
+                # so nothing would check that pass (review 59): no graph mode without an upload
+                raise RuntimeError("a stamped graph round needs cuGraphUpload: its replay fallback leaves the warm-up unchecked")
             if feed:
                 # what the untimed calls wrote is checked too: a graph's warm-up pass, and its
                 # capture's buffers where the clock replayed it (an uploaded graph ran nothing yet)
@@ -318,10 +323,12 @@ def _torch_precise(torch, out, vendor, a, W, seed: int) -> bool:
     return err <= PRECISE_RATIO * max(err_vendor, 2.0 ** -14 * scale)
 
 
-def _stamp(ptrs: list[int], M: int, elems: int, stream):
-    """The pool's `library.stamp.Stamp` where reading ahead pays (M up to `stamp.STAMP_MAX_M`), else None."""
+def _stamp(ptrs: list[int], elems: int, stream):
+    """The pool's `library.stamp.Stamp`: at every M (review 59: where one call leaves SMs idle,
+    split-K tiles or a padded last row of tiles, two calls in one pass cost less than two calls,
+    so reading ahead paid above M = 512 too, where the first stamp stopped)."""
     from cudal2.library import stamp
-    return stamp.Stamp(ptrs, elems, stream) if M <= stamp.STAMP_MAX_M else None
+    return stamp.Stamp(ptrs, elems, stream)
 
 
 def torch_feed(torch, A, W, calls: int, w_seed: int | None = None) -> Feed:
@@ -368,7 +375,7 @@ def torch_feed(torch, A, W, calls: int, w_seed: int | None = None) -> Feed:
     feed = Feed(pool, fill, lambda a: torch.nn.functional.linear(a, W), _torch_agreement,
                 out_bytes=A.shape[0] * W.shape[0] * A.element_size(), matches=matches,
                 weights_intact=weights_intact, snapshot=Snap(), precise=precise, new_weights=new_weights,
-                stamp=_stamp([a.data_ptr() for a in pool], A.shape[0], A.numel(),
+                stamp=_stamp([a.data_ptr() for a in pool], A.numel(),
                              lambda: torch.cuda.current_stream().cuda_stream))
     feed.fresh()
     return feed
@@ -427,7 +434,7 @@ def cupy_feed(cp, A, B, calls: int, randn=None, b_seed: int | None = None) -> Fe
         precise = None
     feed = Feed(pool, fill, lambda a: cp.matmul(a, B.T), agreement, out_bytes=A.shape[0] * B.shape[0] * A.itemsize,
                 matches=matches, weights_intact=weights_intact, snapshot=Snap(), new_weights=new_weights,
-                precise=precise, stamp=_stamp([a.data.ptr for a in pool], A.shape[0], A.size,
+                precise=precise, stamp=_stamp([a.data.ptr for a in pool], A.size,
                                               lambda: cp.cuda.get_current_stream().ptr))
     feed.fresh()
     return feed
@@ -477,7 +484,22 @@ def paced_modes(clock, ours, theirs, rounds: int, calls: int, use=None, feed=Non
     if feed:
         row["timed_checks"] = {"rounds": feed.checks, "failed": feed.failures, "vendor_failed": feed.other_failures}
         row["stamped"] = feed.stamp is not None   # eager and graph times include a write of each A
+        if feed.stamp is not None:
+            row["stamp_us"] = stamp_cost(clock, feed, paced["calls"])
     return row
+
+
+def stamp_cost(clock, feed, calls: int, rounds: int = 3) -> float:
+    """µs of one stamp (`feed.Feed.begin`'s write of A before a call) alone: a graph of `calls`
+    of them, uploaded and replayed as the graph mode's rounds are, median of `rounds` replays.
+    Both sides' eager and graph times include one a call; the ratio without them would be
+    (t_theirs - s) / (t_ours - s)."""
+    feed.begin(calls, stamp=True)
+    replay = clock.graph(lambda: [feed.stamp.write(j % len(feed.pool)) for j in range(calls)])
+    feed.stamp.commit()
+    for j in range(min(calls, len(feed.pool))):
+        feed.seeds[j] = STAMPED
+    return 1e3 * statistics.median(clock.time(replay) for _ in range(rounds)) / calls
 
 
 def ran(before: dict[str, int], after: dict[str, int], eid: str | None) -> dict:

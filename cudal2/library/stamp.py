@@ -14,14 +14,19 @@ Guarantees:
   that each block draws when it runs: the keyed PRF of its last key over %globaltimer and
   %clock64 read then. No value exists anywhere before the write runs, so an output computed
   earlier from that memory is stale. Each block logs its key (one small device array per pool
-  tensor, made before any capture).
-- `matches(j)` regenerates tensor j from its logged keys with the same kernel, bit for bit, and
-  compares (reads back: syncs `stream()`).
+  tensor, made before any capture) and a tag of it under a secret and a fresh nonce that only
+  the launch's parameters hold (review 59: an untagged log let a kernel that found it write a
+  key of its own and an A to match, whose output it already had).
+- `matches(j)` regenerates tensor j from its logged keys with the same kernel, bit for bit,
+  checks every tag under the nonce of tensor j's last write that ran, and compares (reads back:
+  syncs `stream()`). A write captured into a graph counts from `commit()` (the bench calls it
+  right before the timed replay), so a check between the capture and the replay asks for what
+  the warm-up pass wrote.
 - nothing is allocated or compiled by `write` (all at construction), so it can be captured.
 
 Does not: stop a kernel from reading the log (the next key needs the clocks of a launch that
-has not run), or time anything; it costs both sides of a pair the same small kernel a call
-(the bench stamps only where reading ahead pays: `STAMP_MAX_M`).
+has not run), or time anything; it costs both sides of a pair the same small kernel a call (the
+bench records what a call of it alone takes: `stamp_us`).
 """
 
 from __future__ import annotations
@@ -32,23 +37,27 @@ import secrets
 from typing import Callable, Sequence
 
 BLOCK = 256
-MAX_BLOCKS = 128            # keys logged per tensor; a block's share of A is contiguous
-PER_BLOCK = 8 * BLOCK       # elements a block takes before the grid grows
-# Above this M a call is compute-bound on an H100 (ridge ~300 FLOP per byte of B; a call does 2M
-# FLOPs per B element read): two calls' outputs in one pass over B cost about two calls, so
-# reading ahead gains nothing, and a write of a large A would only dilute both sides' times.
-STAMP_MAX_M = 512
+MAX_BLOCKS = 1024           # keys logged per tensor; a block's share of A is contiguous
+PER_BLOCK = 32 * BLOCK      # elements a block takes before the grid grows
 
 _SRC = r"""
-extern "C" __global__ void cudal2_stamp(__half* X, long long n, u64* keys, int again) {
+// keys[b]: block b's key; keys[MAX_BLOCKS + b]: its tag, prf(secret, key ^ prf(nonce, b)), which
+// only a holder of `secret` (this launch's parameters, never memory) can make for a key: a log
+// rewritten by anyone else has no valid tag, and the nonce of each write is new, so no earlier
+// (key, tag) pair passes for a later write.
+extern "C" __global__ void cudal2_stamp(__half* X, long long n, u64* keys, u64 secret, u64 nonce, unsigned* bad) {
     __shared__ u64 key;
     if (threadIdx.x == 0) {
         u64 k = keys[blockIdx.x];
-        if (!again) {   // drawn now, from clocks no earlier launch could read: the values did not exist before
+        const u64 bound = prf(nonce, blockIdx.x);
+        if (!bad) {   // drawn now, from clocks no earlier launch could read: the values did not exist before
             u64 t;
             asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-            k = prf(k, t ^ ((u64)clock64() << 21) ^ ((u64)blockIdx.x << 56));
+            k = prf(k, t ^ ((u64)clock64() << 21) ^ ((u64)blockIdx.x << 54));
             keys[blockIdx.x] = k;
+            keys[MAX_BLOCKS + blockIdx.x] = prf(secret, k ^ bound);
+        } else if (keys[MAX_BLOCKS + blockIdx.x] != prf(secret, k ^ bound)) {
+            atomicAdd(bad, 1u);
         }
         key = k;
     }
@@ -67,7 +76,7 @@ def blocks(elems: int) -> int:
 
 def source() -> str:
     from cudal2.harness.guards import GEN_SRC
-    return GEN_SRC + _SRC
+    return GEN_SRC + f"#define MAX_BLOCKS {MAX_BLOCKS}\n" + _SRC
 
 
 class Stamp:
@@ -78,32 +87,49 @@ class Stamp:
         from cudal2.harness import driver, rawkernels
         self.cp, self.ptrs, self.elems, self.stream = cp, list(ptrs), elems, stream
         self.grid = blocks(elems)
-        self.keys = cp.asarray(np.frombuffer(secrets.token_bytes(8 * MAX_BLOCKS * len(self.ptrs)), dtype=np.uint64)
-                               .reshape(len(self.ptrs), MAX_BLOCKS))
+        self.keys = cp.asarray(np.frombuffer(secrets.token_bytes(16 * MAX_BLOCKS * len(self.ptrs)), dtype=np.uint64)
+                               .reshape(len(self.ptrs), 2 * MAX_BLOCKS))
+        self.secret = secrets.randbits(64)
+        self.nonce: dict[int, int] = {}     # of each tensor's last write that has run (or will, eagerly)
+        self.pending: dict[int, int] = {}   # of writes captured into a graph that has not run yet
         self.fn = ctypes.c_void_p(rawkernels.function(source(), "cudal2_stamp").kernel.ptr)
         self.cu = driver.lib()
         self.cu.cuLaunchKernel.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 6 + [
             ctypes.c_uint, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
-        self.args = [self._args(p, self.keys[j].data.ptr, 0) for j, p in enumerate(self.ptrs)]
+        self.cu.cuStreamIsCapturing.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_int)]
         self.scratch = cp.empty(elems, dtype=cp.float16)
-        self.again = [self._args(self.scratch.data.ptr, self.keys[j].data.ptr, 1) for j in range(len(self.ptrs))]
+        self.bad = cp.zeros(1, dtype=cp.uint32)
 
-    def _args(self, ptr: int, keys: int, again: int):
-        vals = (ctypes.c_void_p(ptr), ctypes.c_longlong(self.elems), ctypes.c_void_p(keys), ctypes.c_int(again))
-        return vals, (ctypes.c_void_p * 4)(*[ctypes.addressof(v) for v in vals])
-
-    def _launch(self, args, stream: int) -> None:
+    def _launch(self, ptr: int, j: int, nonce: int, bad: int, stream: int) -> None:
         from cudal2.harness import driver
+        vals = (ctypes.c_void_p(ptr), ctypes.c_longlong(self.elems), ctypes.c_void_p(self.keys[j].data.ptr),
+                ctypes.c_uint64(self.secret), ctypes.c_uint64(nonce), ctypes.c_void_p(bad))
+        args = (ctypes.c_void_p * len(vals))(*[ctypes.addressof(v) for v in vals])
         driver.check(self.cu.cuLaunchKernel(self.fn, self.grid, 1, 1, BLOCK, 1, 1, 0, ctypes.c_void_p(stream),
-                                            args[1], None), "cuLaunchKernel(cudal2_stamp)")
+                                            args, None), "cuLaunchKernel(cudal2_stamp)")
+
+    def _capturing(self, stream: int) -> bool:
+        from cudal2.harness import driver
+        status = ctypes.c_int()
+        driver.check(self.cu.cuStreamIsCapturing(ctypes.c_void_p(stream), ctypes.byref(status)), "cuStreamIsCapturing")
+        return status.value != 0
 
     def write(self, j: int) -> None:
-        self._launch(self.args[j], self.stream())
+        s, nonce = self.stream(), secrets.randbits(64)
+        self._launch(self.ptrs[j], j, nonce, 0, s)
+        (self.pending if self._capturing(s) else self.nonce)[j] = nonce
+
+    def commit(self) -> None:
+        """The captured writes are about to run (the graph's timed replay) or have run: their
+        nonces are the ones a check asks for from now on."""
+        self.nonce.update(self.pending)
+        self.pending.clear()
 
     def matches(self, j: int) -> bool:
         cp, s = self.cp, self.stream()
-        self._launch(self.again[j], s)
         with cp.cuda.ExternalStream(s):
+            self.bad.fill(0)
+            self._launch(self.scratch.data.ptr, j, self.nonce.get(j, 0), self.bad.data.ptr, s)
             mem = cp.cuda.UnownedMemory(self.ptrs[j], 2 * self.elems, self)
             got = cp.ndarray((self.elems,), cp.uint16, cp.cuda.MemoryPointer(mem, 0))
-            return bool((got == self.scratch.view(cp.uint16)).all())
+            return bool((got == self.scratch.view(cp.uint16)).all()) and int(self.bad.get()[0]) == 0

@@ -1,4 +1,7 @@
-// STATUS (review 59): OPEN on the bench where the stamp's key log is within reach; passes the judge.
+// STATUS (review 59): CLOSED on the bench: each logged key now carries a tag under a secret and a
+// per-write nonce that only the stamp's launch parameters hold (library/stamp.py), so a forged or
+// replayed log fails Feed.intact (tests/test_gpu_library.py). Judge: `done`, honest speed (its gate
+// never opens there). As written below, it was open where the log was within reach.
 // CHEAT CLASS (review 59): FORGING THE STAMP'S LOG. library/stamp.py makes each eager/graph call's A
 // unpredictable, and Feed.intact (feed.py:192-200) accepts a stamped A when it equals what the logged
 // keys regenerate (stamp.py:103-109). The log is a plain device array (stamp.py:81-82) that the stamp

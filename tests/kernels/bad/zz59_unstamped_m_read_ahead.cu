@@ -1,6 +1,7 @@
-// STATUS (review 59): OPEN above stamp.STAMP_MAX_M (512): the bench stamps only up to M = 512
-// (product_bench.py:321-324), so at larger M every pool A still holds its final contents before a
-// round's first call (Feed.fresh fills them, feed.py:181-183) and zz58's read-ahead passes every check.
+// STATUS (review 59): CLOSED on the bench, which now stamps every eager and graph call at every M
+// (product_bench._stamp) and records the stamp's own cost (`stamp_us`). As written below (before
+// the fix) the bench stamped only up to M = 512, so at larger M every pool A held its final contents
+// before a round's first call and zz58's read-ahead passed every check. Judge: `done`, honest speed.
 // CHEAT CLASS (review 59): READING AHEAD through the bench's pool where the stamp does not reach,
 // told from the judge by the %globaltimer gap (zz58's gate) and from the stamped shapes by M.
 // Why it can pay there: stamp.py:37-40 reasons that above M = 512 a call is compute-bound, so two
