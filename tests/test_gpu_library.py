@@ -200,12 +200,21 @@ def test_a_kernel_coarser_only_where_the_library_keeps_state_disagrees_on_the_be
     assert not rows["coarse"]["agree"]
 
 
+def caught_or_honest(row: dict) -> bool:
+    """The bench refused the row, or its back-to-back calls ran no faster than a lone call after a
+    flush (what a kernel that skips or batches work gains is exactly that difference)."""
+    if row["timed_checks"]["failed"] > 0 and not row["agree"]:
+        return True
+    return min(row["eager_us"]["ours"], row["graph_us"]["ours"]) > 0.8 * row["flushed_us"]["ours"]
+
+
 def test_a_kernel_that_skips_the_calls_a_round_does_not_check_disagrees_on_the_bench(tmp_path, monkeypatch):
     # bad/zz55 computes only the last call of each round where the library keeps its workspace, the
-    # one call the bench checked until af289b2; each call's output is now kept and four are drawn
+    # one call the bench checked until af289b2; each call's output is now kept and four are drawn.
+    # On the H100 (2026-12-07) its library condition no longer held on the bench (the checks'
+    # temporaries take its workspace's block between rounds): it ran honest, at its lone-call speed
     rows = bench_entries(tmp_path, monkeypatch, {"skipper": "bad/zz55_round_skipper.cu"})
-    assert rows["skipper"]["kernel_ran"] and rows["skipper"]["timed_checks"]["failed"] > 0
-    assert not rows["skipper"]["agree"]
+    assert rows["skipper"]["kernel_ran"] and caught_or_honest(rows["skipper"]), rows
 
 
 @pytest.mark.parametrize("name", ["zz56_input_zero_a", "zz56_weight_zero", "zz56_deferred_batch"])
@@ -213,9 +222,9 @@ def test_a_kernel_that_rewrites_its_operands_or_defers_its_work_disagrees_on_the
     # review 55: zeroed A or W made a zero output agree with a reference that read them; a batch put
     # off to the round's last call had every output right by the check. The bench now finds the
     # operands intact and draws each round's length, its last output always checked
+    # (zz56_deferred_batch, as zz55, ran honest on the H100 on 2026-12-07: caught or honest)
     rows = bench_entries(tmp_path, monkeypatch, {name: f"bad/{name}.cu"})
-    assert rows[name]["kernel_ran"] and rows[name]["timed_checks"]["failed"] > 0
-    assert not rows[name]["agree"]
+    assert rows[name]["kernel_ran"] and caught_or_honest(rows[name]), rows
 
 
 def test_a_kernel_that_waits_out_the_judge_then_streams_packed_weights_disagrees_on_the_bench(tmp_path, monkeypatch):
@@ -239,7 +248,7 @@ def test_a_stamp_writes_values_nobody_had_and_its_log_gives_them_back():
     import torch
 
     from cudal2.library.stamp import Stamp
-    pool = [torch.zeros(16, 4096 + 3, dtype=torch.float16, device="cuda") for _ in range(2)]
+    pool = [torch.zeros(15, 4096 + 3, dtype=torch.float16, device="cuda") for _ in range(2)]   # (a tail of 1)
     st = Stamp([a.data_ptr() for a in pool], pool[0].numel(), lambda: torch.cuda.current_stream().cuda_stream)
     st.write(0)
     first = pool[0].clone()

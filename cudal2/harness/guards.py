@@ -101,8 +101,7 @@ __device__ __forceinline__ void wash_registers(u64 key, u64 t, unsigned* sink) {
 }
 """
 
-# The generator alone (the bench's stamp, library/stamp.py, writes A with it too)
-GEN_SRC = PRF_SRC + r"""
+_SRC = PRF_SRC + WASH_SRC + r"""
 // About N(0, 1): four 16-bit uniforms summed (exact in fp32), centred and scaled with correctly
 // rounded steps, so every kernel that calls it gets the same bits.
 __device__ __forceinline__ float normal_of(u64 h) {
@@ -128,9 +127,6 @@ __device__ __forceinline__ __half gen(u64 key, unsigned call, u64 i, int mode, i
     }
     return __float2half_rn(v);
 }
-"""
-
-_SRC = GEN_SRC + WASH_SRC + r"""
 // Keys derived under the PRF: one per set, and per (set, call) one for its workspace and its C.
 __device__ __forceinline__ u64 set_key(u64 key, int set) { return prf(key, (0x5E7ull << 40) ^ (u64)set); }
 __device__ __forceinline__ u64 sub_key(u64 k, u64 domain, unsigned call) { return prf(k, (domain << 40) ^ call); }
