@@ -201,11 +201,13 @@ def test_a_kernel_coarser_only_where_the_library_keeps_state_disagrees_on_the_be
 
 
 def caught_or_honest(row: dict) -> bool:
-    """The bench refused the row, or its back-to-back calls ran no faster than a lone call after a
-    flush (what a kernel that skips or batches work gains is exactly that difference)."""
+    """The bench refused the row, or its back-to-back calls ran no faster than half a lone call
+    after a flush (what a kernel that skips or batches a round's work gains shows there)."""
     if row["timed_checks"]["failed"] > 0 and not row["agree"]:
         return True
-    return min(row["eager_us"]["ours"], row["graph_us"]["ours"]) > 0.8 * row["flushed_us"]["ours"]
+    # (0.5: a lone call after a flush ran ~1.3x a back-to-back one for these naive loops, H100; a
+    # kernel that skips or batches the calls of a round of 5 or more gains far more than 2x)
+    return min(row["eager_us"]["ours"], row["graph_us"]["ours"]) > 0.5 * row["flushed_us"]["ours"]
 
 
 def test_a_kernel_that_skips_the_calls_a_round_does_not_check_disagrees_on_the_bench(tmp_path, monkeypatch):
@@ -284,8 +286,9 @@ def test_a_forged_or_replayed_stamp_log_is_found():
     st.write(0)
     assert st.matches(0)
     st.keys[0][0] ^= 1   # a forged key: A regenerated from it (the check's own kernel), tag untouched
-    st._launch(st.ptrs[0], 0, 0, bad, stream)
+    regenerate = st._args(st.ptrs[0], 0, bad)   # the check's own kernel, writing into A
+    st._launch(regenerate, 0, stream)
     assert not st.matches(0)
     st.keys[0][:] = old_log   # an earlier write's keys and tags, and the A they give
-    st._launch(st.ptrs[0], 0, 0, bad, stream)
+    st._launch(regenerate, 0, stream)
     assert not st.matches(0)

@@ -12,8 +12,7 @@ Guarantees:
   capture: the write becomes a node, and each replay writes anew), one small kernel that fills
   pool tensor j with random-sign values of magnitude 0.5 to 2 (never zero; four from one hash
   word, so the write costs little more than its bytes) under keys that each block draws when it
-  runs: the keyed PRF of its last key over %globaltimer and
-  %clock64 read then. No value exists anywhere before the write runs, so an output computed
+  runs: a hash of %globaltimer and %clock64 read then, and of the write's nonce. No value exists anywhere before the write runs, so an output computed
   earlier from that memory is stale. Each block logs its key (one small device array per pool
   tensor, made before any capture) and a tag of it under a secret and a fresh nonce that only
   the launch's parameters hold (review 59: an untagged log let a kernel that found it write a
@@ -34,6 +33,7 @@ from __future__ import annotations
 
 import ctypes
 import math
+import random
 import secrets
 from typing import Callable, Sequence
 
@@ -52,19 +52,22 @@ __device__ __forceinline__ unsigned short stamp_half(u64 h, int q) {
     return (unsigned short)((r & 0x8000u) | (((r >> 10) & 1u) ? 0x3C00u : 0x3800u) | (r & 0x3FFu));
 }
 
-// keys[b]: block b's key; keys[MAX_BLOCKS + b]: its tag, prf(secret, key ^ prf(nonce, b)), which
-// only a holder of `secret` (this launch's parameters, never memory) can make for a key: a log
-// rewritten by anyone else has no valid tag, and the nonce of each write is new, so no earlier
-// (key, tag) pair passes for a later write.
+// keys[b]: block b's key; keys[MAX_BLOCKS + b]: its tag, prf(secret ^ nonce, key ^ b), which only a
+// holder of `secret` (the launch's parameters, never memory) can make for a key: a log rewritten by
+// anyone else has no valid tag, and each write's nonce is new, so no earlier (key, tag) pair passes
+// for a later write. A write's key is a hash of the clocks when its block starts (no log read: the
+// read's latency was most of a small write's time) and of the nonce.
 extern "C" __global__ void cudal2_stamp(unsigned short* X, long long n, u64* keys, u64 secret, u64 nonce,
                                         unsigned* bad) {
     __shared__ u64 key;
     if (threadIdx.x == 0) {
-        u64 k = keys[blockIdx.x];
+        u64 k;
         if (!bad) {   // drawn now, from clocks no earlier launch could read: the values did not exist before
             u64 t;
             asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-            k = prf(k, t ^ ((u64)clock64() << 21) ^ ((u64)blockIdx.x << 54));
+            k = mix(nonce ^ mix(t ^ ((u64)clock64() << 21) ^ ((u64)blockIdx.x << 54)));
+        } else {
+            k = keys[blockIdx.x];
         }
         key = k;
     }
@@ -81,8 +84,8 @@ extern "C" __global__ void cudal2_stamp(unsigned short* X, long long n, u64* key
             for (int q = 0; q < 4 && 4 * u + q < n; ++q) X[4 * u + q] = stamp_half(h, q);
         }
     }
-    if (threadIdx.x == 0) {   // the tag last: its hashes overlap the other warps' writes
-        const u64 tag = prf(secret, k ^ prf(nonce, blockIdx.x));
+    if (threadIdx.x == 0) {   // the tag last: its hash overlaps the other warps' writes
+        const u64 tag = prf(secret ^ nonce, k ^ blockIdx.x);
         if (!bad) {
             keys[blockIdx.x] = k;
             keys[MAX_BLOCKS + blockIdx.x] = tag;
@@ -109,11 +112,12 @@ class Stamp:
         import numpy as np
 
         from cudal2.harness import driver, rawkernels
-        self.cp, self.ptrs, self.elems, self.stream = cp, list(ptrs), elems, stream
+        self.cp, self.ptrs, self.elems, self.stream, self.driver = cp, list(ptrs), elems, stream, driver
         self.grid = blocks(elems)
         self.keys = cp.asarray(np.frombuffer(secrets.token_bytes(16 * MAX_BLOCKS * len(self.ptrs)), dtype=np.uint64)
                                .reshape(len(self.ptrs), 2 * MAX_BLOCKS))
         self.secret = secrets.randbits(64)
+        self.draw = random.Random(secrets.randbits(128))   # the nonces (no kernel reads host memory)
         self.nonce: dict[int, int] = {}     # of each tensor's last write that has run (or will, eagerly)
         self.pending: dict[int, int] = {}   # of writes captured into a graph that has not run yet
         self.fn = ctypes.c_void_p(rawkernels.function(source(), "cudal2_stamp").kernel.ptr)
@@ -121,27 +125,29 @@ class Stamp:
         self.cu.cuLaunchKernel.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 6 + [
             ctypes.c_uint, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
         self.cu.cuStreamIsCapturing.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_int)]
+        self.status = ctypes.c_int()
         self.scratch = cp.empty(elems, dtype=cp.float16)
         self.bad = cp.zeros(1, dtype=cp.uint32)
+        # each tensor's arguments made once (a write sets only its nonce): the eager path pays a
+        # launch, not argument building, between the calls it sits between
+        self.writes = [self._args(p, j, 0) for j, p in enumerate(self.ptrs)]
+        self.checks = [self._args(self.scratch.data.ptr, j, self.bad.data.ptr) for j in range(len(self.ptrs))]
 
-    def _launch(self, ptr: int, j: int, nonce: int, bad: int, stream: int) -> None:
-        from cudal2.harness import driver
+    def _args(self, ptr: int, j: int, bad: int):
         vals = (ctypes.c_void_p(ptr), ctypes.c_longlong(self.elems), ctypes.c_void_p(self.keys[j].data.ptr),
-                ctypes.c_uint64(self.secret), ctypes.c_uint64(nonce), ctypes.c_void_p(bad))
-        args = (ctypes.c_void_p * len(vals))(*[ctypes.addressof(v) for v in vals])
-        driver.check(self.cu.cuLaunchKernel(self.fn, self.grid, 1, 1, BLOCK, 1, 1, 0, ctypes.c_void_p(stream),
-                                            args, None), "cuLaunchKernel(cudal2_stamp)")
+                ctypes.c_uint64(self.secret), ctypes.c_uint64(0), ctypes.c_void_p(bad))
+        return vals, (ctypes.c_void_p * len(vals))(*[ctypes.addressof(v) for v in vals])
 
-    def _capturing(self, stream: int) -> bool:
-        from cudal2.harness import driver
-        status = ctypes.c_int()
-        driver.check(self.cu.cuStreamIsCapturing(ctypes.c_void_p(stream), ctypes.byref(status)), "cuStreamIsCapturing")
-        return status.value != 0
+    def _launch(self, args, nonce: int, stream: int) -> None:
+        args[0][4].value = nonce
+        self.driver.check(self.cu.cuLaunchKernel(self.fn, self.grid, 1, 1, BLOCK, 1, 1, 0, stream, args[1], None),
+                          "cuLaunchKernel(cudal2_stamp)")
 
     def write(self, j: int) -> None:
-        s, nonce = self.stream(), secrets.randbits(64)
-        self._launch(self.ptrs[j], j, nonce, 0, s)
-        (self.pending if self._capturing(s) else self.nonce)[j] = nonce
+        s, nonce = self.stream(), self.draw.getrandbits(64)
+        self._launch(self.writes[j], nonce, s)
+        self.driver.check(self.cu.cuStreamIsCapturing(s, ctypes.byref(self.status)), "cuStreamIsCapturing")
+        (self.pending if self.status.value else self.nonce)[j] = nonce
 
     def commit(self) -> None:
         """The captured writes are about to run (the graph's timed replay) or have run: their
@@ -153,7 +159,7 @@ class Stamp:
         cp, s = self.cp, self.stream()
         with cp.cuda.ExternalStream(s):
             self.bad.fill(0)
-            self._launch(self.scratch.data.ptr, j, self.nonce.get(j, 0), self.bad.data.ptr, s)
+            self._launch(self.checks[j], self.nonce.get(j, 0), s)
             mem = cp.cuda.UnownedMemory(self.ptrs[j], 2 * self.elems, self)
             got = cp.ndarray((self.elems,), cp.uint16, cp.cuda.MemoryPointer(mem, 0))
             return bool((got == self.scratch.view(cp.uint16)).all()) and int(self.bad.get()[0]) == 0
