@@ -641,3 +641,16 @@ def test_the_row_records_what_a_stamp_alone_costs():
     row = pb.paced_modes(clock, feed.caller(vendor(clock), checked=True), feed.caller(vendor(clock)),
                          rounds=2, calls=4, feed=feed)
     assert row["stamped"] and row["stamp_us"] == 250.0 and feed.intact()
+
+
+def test_a_refused_row_says_which_checks_failed():
+    clock, feed = CostClock(), stamped_feed(4)
+    feed.fresh()
+
+    def zeroes_its_a(a):   # rewrites its A and answers for the zeros: agrees, but A is not as written
+        a.contents = 0
+        clock.spent += 1.0
+        return ("C", 0)
+    row = pb.paced_modes(clock, feed.caller(zeroes_its_a, checked=True), feed.caller(vendor(clock)),
+                         rounds=2, calls=4, feed=feed)
+    assert row["timed_checks"]["why"].get("intact", 0) > 0 and row["timed_checks"]["vendor_why"] == {}

@@ -132,6 +132,7 @@ class Feed:
         self.snap, self.snaps, self.plan, self.made = snapshot, [], [], 0
         self.stamp, self.stamping = stamp, False
         self.checks = self.failures = self.other_failures = 0
+        self.why: dict[bool, dict[str, int]] = {True: {}, False: {}}   # failed checks by kind, by side
 
     def caller(self, fn: Callable[[Any], Any], checked: bool = False) -> Callable[[], Any]:
         def call():
@@ -240,21 +241,27 @@ class Feed:
             if id(a) not in refs:
                 refs[id(a)] = self.reference(a)
             return refs[id(a)]
-        agree = [(checked, self.compare(out, ref(a))["agree"]
-                  and (self.precise is None or self.precise(out, ref(a), a, self.draw.getrandbits(63))))
-                 for out, a, checked in picked]  # all, always
-        agree += [(checked, self.compare(got, self.snap.pick(ref(a), places))["agree"])
+        def wrong(out, a) -> str | None:   # which check an output fails, if any
+            if not self.compare(out, ref(a))["agree"]:
+                return "agree"
+            if self.precise is not None and not self.precise(out, ref(a), a, self.draw.getrandbits(63)):
+                return "precise"
+            return None
+        found = [(checked, wrong(out, a)) for out, a, checked in picked]  # all, always
+        found += [(checked, None if self.compare(got, self.snap.pick(ref(a), places))["agree"] else "snapshot")
                   for got, places, a, checked in snaps]
         for side in (True, False):
-            mine = [ok for checked, ok in agree if checked == side]
+            mine = [why for checked, why in found if checked == side]
             if not mine:
                 continue
-            failed = not (intact and all(mine))
+            whys = [why for why in mine if why] + ([] if intact else ["intact"])
+            for why in whys:   # which checks failed, counted apart (`why`): a row says why it was refused
+                self.why[side][why] = self.why[side].get(why, 0) + 1
             if side:
                 self.checks += 1
-                self.failures += failed
+                self.failures += bool(whys)
             else:
-                self.other_failures += failed
+                self.other_failures += bool(whys)
         if not untimed:
             self.kept, self.snaps = [], []
 

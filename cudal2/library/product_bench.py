@@ -482,7 +482,8 @@ def paced_modes(clock, ours, theirs, rounds: int, calls: int, use=None, feed=Non
     paced = pace(clock, theirs, rounds, calls, feed.round_cap if feed else None)
     row = {**paced, **modes(clock, ours, theirs, use=use, feed=feed, **paced)}
     if feed:
-        row["timed_checks"] = {"rounds": feed.checks, "failed": feed.failures, "vendor_failed": feed.other_failures}
+        row["timed_checks"] = {"rounds": feed.checks, "failed": feed.failures, "vendor_failed": feed.other_failures,
+                               "why": feed.why[True], "vendor_why": feed.why[False]}
         row["stamped"] = feed.stamp is not None   # eager and graph times include a write of each A
         if feed.stamp is not None:
             row["stamp_us"] = stamp_cost(clock, feed, paced["calls"])
