@@ -474,14 +474,23 @@ class UploadClock(CostClock):
 def test_an_honest_kernel_passes_every_check_when_graphs_are_uploaded_not_run():
     # review 57: the untimed check read the capture's buffers, which an uploaded graph has not
     # written yet, and failed every honest graph round (nothing would have been served)
+    row, _ = honest_rows_with_uploaded_graphs(lambda clock, snap: fd.Feed(
+        [Tensor() for _ in range(4)], fill=lambda a, seed: setattr(a, "contents", seed),
+        reference=lambda a: ("C", a.contents), agreement=lambda got, want: {"agree": got == want}, snapshot=snap))
+    assert row["timed_checks"]["failed"] == 0 and row["timed_checks"]["vendor_failed"] == 0
+    assert row["graph_warm"] == ["upload"] and row["timed_checks"]["rounds"] > 3 + 3 + 9
+
+
+def honest_rows_with_uploaded_graphs(make_feed):
+    """An honest kernel on both sides through `paced_modes`, with graphs as TorchClock makes them
+    (`UploadClock`): its calls, and the snapshots behind them, run only when the graph does.
+    `make_feed(clock, snapshot)`; returns the row and the feed."""
     clock = UploadClock()
 
     class Deferred(Snap):
         def take(self, out, places, into):
             clock.later(lambda: Snap.take(self, out, places, into))
-    feed = fd.Feed([Tensor() for _ in range(4)], fill=lambda a, seed: setattr(a, "contents", seed),
-                   reference=lambda a: ("C", a.contents), agreement=lambda got, want: {"agree": got == want},
-                   snapshot=Deferred())
+    feed = make_feed(clock, Deferred())
     feed.fresh()
 
     def gemm(a):
@@ -492,9 +501,7 @@ def test_an_honest_kernel_passes_every_check_when_graphs_are_uploaded_not_run():
             clock.spent += 1.0
         clock.later(run)
         return out
-    row = pb.paced_modes(clock, feed.caller(gemm, checked=True), feed.caller(gemm), rounds=3, calls=4, feed=feed)
-    assert row["timed_checks"]["failed"] == 0 and row["timed_checks"]["vendor_failed"] == 0
-    assert row["graph_warm"] == ["upload"] and row["timed_checks"]["rounds"] > 3 + 3 + 9
+    return pb.paced_modes(clock, feed.caller(gemm, checked=True), feed.caller(gemm), rounds=3, calls=4, feed=feed), feed
 
 
 def test_a_kernel_that_keeps_a_copy_of_the_weights_is_caught_once_they_change():
@@ -587,23 +594,7 @@ def test_reading_ahead_through_the_pool_gains_nothing_once_each_a_is_written_rig
 def test_an_honest_kernel_passes_every_check_with_stamped_calls_in_uploaded_graphs():
     # a stamp is a node of the captured graph: the capture writes nothing, the timed replay writes
     # each A right before its call, and the untimed check reads the warm-up pass only
-    clock = UploadClock()
-
-    class Deferred(Snap):
-        def take(self, out, places, into):
-            clock.later(lambda: Snap.take(self, out, places, into))
-    feed = stamped_feed(4, later=clock.later, snapshot=Deferred())
-    feed.fresh()
-
-    def gemm(a):
-        out = Later(None)
-
-        def run():
-            out.contents, out.done = a.contents, True
-            clock.spent += 1.0
-        clock.later(run)
-        return out
-    row = pb.paced_modes(clock, feed.caller(gemm, checked=True), feed.caller(gemm), rounds=3, calls=4, feed=feed)
+    row, feed = honest_rows_with_uploaded_graphs(lambda clock, snap: stamped_feed(4, later=clock.later, snapshot=snap))
     assert row["timed_checks"]["failed"] == 0 and row["timed_checks"]["vendor_failed"] == 0
     assert row["timed_checks"]["rounds"] > 3 + 3 + 9 and feed.stamp.writes > 0
 
