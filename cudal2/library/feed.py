@@ -92,12 +92,13 @@ STAMPED = -1   # a pool tensor's seed when its last write was a stamp (its keys 
 
 class Stamper:
     """How the bench writes pool tensor j right before its call (library/stamp.Stamp): `write(j)`
-    enqueues the write on the call's stream, with values that exist nowhere before it runs;
+    enqueues the write on the call's stream, with values that exist nowhere before it runs, and
+    says whether it was captured into a graph (it runs when the graph does);
     `commit()`: the writes captured into a graph since the last commit are about to run (its
     timed replay); `matches(j)`, whether tensor j holds what its last write that ran wrote, bit
     for bit."""
 
-    def write(self, j: int) -> None: ...
+    def write(self, j: int) -> bool: ...
     def commit(self) -> None: ...
     def matches(self, j: int) -> bool: ...
 
@@ -130,7 +131,7 @@ class Feed:
         self.calls = 1
         self.kept: list[tuple] = []
         self.snap, self.snaps, self.plan, self.made = snapshot, [], [], 0
-        self.stamp, self.stamping = stamp, False
+        self.stamp, self.stamping, self.captured = stamp, False, set()
         self.checks = self.failures = self.other_failures = 0
         self.why: dict[bool, dict[str, int]] = {True: {}, False: {}}   # failed checks by kind, by side
 
@@ -140,8 +141,7 @@ class Feed:
             a = self.pool[j]
             self.i += 1
             if self.stamping:   # A written right before its call, on its stream (`Stamper`)
-                self.stamp.write(j)
-                self.seeds[j] = STAMPED
+                self.restamp(j)
             out = fn(a)
             k, at = divmod(self.made, self.calls)
             if k < len(self.plan) and at == self.plan[k][0]:
@@ -181,11 +181,28 @@ class Feed:
         self.snaps = self.snaps[-1:]   # (the capture's, which the timed replay rewrites)
         self.i = 0
         if self.stamping:   # every timed call writes its own A (a replay: the captured writes)
-            self.stamp.commit()
+            self.commit()
             return
         for j in reversed(range(len(self.pool))):  # the first calls read the last written: A as a model's
             self.seeds[j] = self.draw.getrandbits(63)   # layer finds it, just written by the op before
             self.fill(self.pool[j], self.seeds[j])
+
+    def restamp(self, j: int) -> None:
+        """Pool tensor j written now on the current stream (`Stamper.write`); it counts as written
+        once the write has run: at once when enqueued, from `commit()` when captured into a graph
+        (review 60: marked when captured, a tensor no write had reached yet was asked for keys it
+        never had, and an honest round failed `intact`)."""
+        if self.stamp.write(j):
+            self.captured.add(j)
+        else:
+            self.seeds[j] = STAMPED
+
+    def commit(self) -> None:
+        """The writes captured since the last commit are about to run (the graph's timed replay)."""
+        self.stamp.commit()
+        for j in self.captured:
+            self.seeds[j] = STAMPED
+        self.captured.clear()
 
     def new_weights(self) -> None:
         """B rewritten in place with new values (the bench does it before each mode), as a user's

@@ -54,7 +54,7 @@ import statistics
 import time
 from pathlib import Path
 
-from cudal2.library.feed import STAMPED, Feed, Snapshot, pool_size
+from cudal2.library.feed import Feed, Snapshot, pool_size
 
 BANDS = ((0, 30, "below 2^30"), (30, 36, "2^30-2^35"), (36, 99, "2^36 and above"))
 
@@ -496,10 +496,8 @@ def stamp_cost(clock, feed, calls: int, rounds: int = 3) -> float:
     Both sides' eager and graph times include one a call; the ratio without them would be
     (t_theirs - s) / (t_ours - s)."""
     feed.begin(calls, stamp=True)
-    replay = clock.graph(lambda: [feed.stamp.write(j % len(feed.pool)) for j in range(calls)])
-    feed.stamp.commit()
-    for j in range(min(calls, len(feed.pool))):
-        feed.seeds[j] = STAMPED
+    replay = clock.graph(lambda: [feed.restamp(j % len(feed.pool)) for j in range(calls)])
+    feed.commit()
     return 1e3 * statistics.median(clock.time(replay) for _ in range(rounds)) / calls
 
 

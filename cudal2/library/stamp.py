@@ -143,11 +143,14 @@ class Stamp:
         self.driver.check(self.cu.cuLaunchKernel(self.fn, self.grid, 1, 1, BLOCK, 1, 1, 0, stream, args[1], None),
                           "cuLaunchKernel(cudal2_stamp)")
 
-    def write(self, j: int) -> None:
+    def write(self, j: int) -> bool:
+        """Enqueue tensor j's write; True when it was captured into a graph (it runs when the graph
+        does, and counts from `commit()`)."""
         s, nonce = self.stream(), self.draw.getrandbits(64)
         self._launch(self.writes[j], nonce, s)
         self.driver.check(self.cu.cuStreamIsCapturing(s, ctypes.byref(self.status)), "cuStreamIsCapturing")
         (self.pending if self.status.value else self.nonce)[j] = nonce
+        return bool(self.status.value)
 
     def commit(self) -> None:
         """The captured writes are about to run (the graph's timed replay) or have run: their
@@ -156,10 +159,12 @@ class Stamp:
         self.pending.clear()
 
     def matches(self, j: int) -> bool:
+        if j not in self.nonce:   # asked before any write of it ran: the caller's bookkeeping, not a kernel
+            raise RuntimeError(f"stamp: pool tensor {j} has no write that ran")
         cp, s = self.cp, self.stream()
         with cp.cuda.ExternalStream(s):
             self.bad.fill(0)
-            self._launch(self.checks[j], self.nonce.get(j, 0), s)
+            self._launch(self.checks[j], self.nonce[j], s)
             mem = cp.cuda.UnownedMemory(self.ptrs[j], 2 * self.elems, self)
             got = cp.ndarray((self.elems,), cp.uint16, cp.cuda.MemoryPointer(mem, 0))
             return bool((got == self.scratch.view(cp.uint16)).all()) and int(self.bad.get()[0]) == 0
