@@ -51,7 +51,9 @@ one small write of A before each eager or graph call, timed, on both sides.
   computed ahead of it. Without it every pool A held its final contents before a round's first
   call, and a kernel read ahead through the pool at memory-bound shapes, one pass over B for
   many calls, each output handed back right when its call came (review 58,
-  bad/zz58_pool_read_ahead). `intact` finds a stamped A from its stamp's logged keys.
+  bad/zz58_pool_read_ahead). `intact` finds a stamped A from its stamp's logged keys; a write
+  captured into a graph counts from `commit()` (right before the timed replay), one enqueued at
+  once (`restamp`).
 
 Does not: time anything, or stop a kernel from keeping state.
 """
