@@ -12,8 +12,9 @@ Guarantees:
   capture: the write becomes a node, and each replay writes anew), one small kernel that fills
   pool tensor j with random-sign values of magnitude 0.5 to 2 (never zero; four from one hash
   word, so the write costs little more than its bytes) under keys that each block draws when it
-  runs: a hash of %globaltimer and %clock64 read then, and of the write's nonce. No value exists anywhere before the write runs, so an output computed
-  earlier from that memory is stale. Each block logs its key (one small device array per pool
+  runs: a hash of %globaltimer and %clock64 read then, and of the write's nonce. No value exists
+  anywhere before the write runs, so an output computed earlier from that memory is stale.
+  Each block logs its key (one small device array per pool
   tensor, made before any capture) and a tag of it under a secret and a fresh nonce that only
   the launch's parameters hold (review 59: an untagged log let a kernel that found it write a
   key of its own and an A to match, whose output it already had).
