@@ -97,11 +97,12 @@ class Stamper:
     enqueues the write on the call's stream, with values that exist nowhere before it runs, and
     says whether it was captured into a graph (it runs when the graph does);
     `commit()`: the writes captured into a graph since the last commit are about to run (its
-    timed replay); `matches(j)`, whether tensor j holds what its last write that ran wrote, bit
+    timed replay); `drop()`: they never will; `matches(j)`, whether tensor j holds what its last write that ran wrote, bit
     for bit."""
 
     def write(self, j: int) -> bool: ...
     def commit(self) -> None: ...
+    def drop(self) -> None: ...
     def matches(self, j: int) -> bool: ...
 
 
@@ -175,6 +176,9 @@ class Feed:
         kernel could otherwise read ahead through the pool (review 58)."""
         self.kept, self.calls, self.snaps, self.made = [], calls, [], 0
         self.stamping = stamp and self.stamp is not None
+        if self.stamp is not None:   # writes captured by a turn that never committed them never ran
+            self.stamp.drop()        # (a failed or refused graph): forgotten (review 61)
+            self.captured.clear()
         self.plan = [(self.draw.randrange(calls - 1), self.snap.places(self.draw.getrandbits(63)), self.snap.buffer())
                      for _ in range(PASSES)] if self.snap and calls > 1 else []
 

@@ -159,6 +159,11 @@ class Stamp:
         self.nonce.update(self.pending)
         self.pending.clear()
 
+    def drop(self) -> None:
+        """The captured writes will never run (their graph failed, or was refused before its
+        replay): forgotten, so no later commit counts them (review 61)."""
+        self.pending.clear()
+
     def matches(self, j: int) -> bool:
         if j not in self.nonce:   # asked before any write of it ran: the caller's bookkeeping, not a kernel
             raise RuntimeError(f"stamp: pool tensor {j} has no write that ran")
