@@ -64,6 +64,13 @@ def vendor(clock):
     return gemm
 
 
+def vendor_rows(clock, feed):
+    """`paced_modes` of the vendor against itself (ours the checked side) on a fresh feed."""
+    feed.fresh()
+    return pb.paced_modes(clock, feed.caller(vendor(clock), checked=True), feed.caller(vendor(clock)),
+                          rounds=2, calls=4, feed=feed)
+
+
 def memo_kernel(clock):
     """Honest speed on new contents (1 ms), a tenth of it on contents it has seen."""
     seen = set()
@@ -638,18 +645,14 @@ def test_a_stamped_graph_round_is_refused_where_the_graph_had_to_be_replayed_unt
     class ReplayClock(CostClock):
         warm = "replay"
     clock, feed = ReplayClock(), stamped_feed(4)
-    feed.fresh()
-    row = pb.paced_modes(clock, feed.caller(vendor(clock), checked=True), feed.caller(vendor(clock)),
-                         rounds=2, calls=4, feed=feed)
+    row = vendor_rows(clock, feed)
     assert row["graph"] is None and "cuGraphUpload" in row["graph_error"] and row["eager"] == 1.0
 
 
 def test_the_row_records_what_a_stamp_alone_costs():
     clock, feed = CostClock(), stamped_feed(4)
     feed.stamp.write = lambda j, w=feed.stamp.write: (w(j), setattr(clock, "spent", clock.spent + 0.25))
-    feed.fresh()
-    row = pb.paced_modes(clock, feed.caller(vendor(clock), checked=True), feed.caller(vendor(clock)),
-                         rounds=2, calls=4, feed=feed)
+    row = vendor_rows(clock, feed)
     assert row["stamped"] and row["stamp_us"] == 250.0 and feed.intact()
 
 
@@ -693,9 +696,7 @@ def test_a_refused_graph_mode_leaves_every_pool_tensor_as_its_record_says():
     # measured last, committed them: tensors holding a fill were recorded as stamped
     clock = RefusedClock()
     feed = stamped_feed(12, later=clock.later, capturing=lambda: clock.capturing)
-    feed.fresh()
-    row = pb.paced_modes(clock, feed.caller(vendor(clock), checked=True), feed.caller(vendor(clock)),
-                         rounds=2, calls=4, feed=feed)
+    row = vendor_rows(clock, feed)
     assert row["graph"] is None and "cuGraphUpload" in row["graph_error"]
     assert row["timed_checks"]["failed"] == 0 and feed.intact() and not feed.stamping
 
@@ -720,9 +721,7 @@ class FailingCaptureClock(UploadClock):
 def test_writes_of_a_failed_capture_are_never_counted_as_run():
     clock = FailingCaptureClock()
     feed = stamped_feed(12, later=clock.later, capturing=lambda: clock.capturing)
-    feed.fresh()
-    row = pb.paced_modes(clock, feed.caller(vendor(clock), checked=True), feed.caller(vendor(clock)),
-                         rounds=2, calls=4, feed=feed)
+    row = vendor_rows(clock, feed)
     assert row["graph"] is None and "capturing" in row["graph_error"] and row["stamp_us"] is not None
     assert row["timed_checks"]["failed"] == 0 and feed.intact()
 
@@ -732,9 +731,7 @@ def test_a_stamp_cost_that_cannot_be_measured_leaves_the_row():
         def graph(self, work):
             raise RuntimeError("operation not permitted when stream is capturing")
     clock, feed = NoGraphs(), stamped_feed(4)
-    feed.fresh()
-    row = pb.paced_modes(clock, feed.caller(vendor(clock), checked=True), feed.caller(vendor(clock)),
-                         rounds=2, calls=4, feed=feed)
+    row = vendor_rows(clock, feed)
     assert row["eager"] == 1.0 and row["stamp_us"] is None and "capturing" in row["stamp_error"]
 
 
@@ -752,8 +749,7 @@ def test_a_stamp_bookkeeping_error_stops_the_bench_in_graph_mode_too():
         return real(j)
     feed.stamp.matches = matches
     try:
-        pb.paced_modes(clock, feed.caller(vendor(clock), checked=True), feed.caller(vendor(clock)),
-                       rounds=2, calls=4, feed=feed)
+        vendor_rows(clock, feed)
     except RuntimeError as err:
         assert str(err).startswith("stamp:")
     else:
