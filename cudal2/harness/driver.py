@@ -68,6 +68,9 @@ def lib() -> ctypes.CDLL:
             _lib = ctypes.CDLL("libcuda.so.1")
         except OSError as e:
             raise DriverError(f"no CUDA driver: {e}") from None
+        _lib.cuLaunchKernel.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3
+        _lib.cuStreamIsCapturing.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_int)]
+        _lib.cuGraphUpload.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
         _lib.cuLaunchKernelEx.argtypes = [ctypes.POINTER(LaunchConfig), ctypes.c_void_p, ctypes.c_void_p,
                                           ctypes.c_void_p]
         _lib.cuModuleGetFunction.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p, ctypes.c_char_p]
@@ -94,9 +97,7 @@ def lib() -> ctypes.CDLL:
 def graph_upload(graph_exec: int, stream: int) -> None:
     """Upload an instantiated graph to the device on `stream` (cuGraphUpload): its first launch
     then costs what every later one does, without running it."""
-    cu = lib()
-    cu.cuGraphUpload.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
-    check(cu.cuGraphUpload(ctypes.c_void_p(graph_exec), ctypes.c_void_p(stream)), "cuGraphUpload")
+    check(lib().cuGraphUpload(ctypes.c_void_p(graph_exec), ctypes.c_void_p(stream)), "cuGraphUpload")
 
 
 def error_name(rc: int) -> str:

@@ -133,7 +133,7 @@ class Trial:
     p: Problem
     arena: buffers.Arena
     ws_bytes: int
-    drawn: tuple[str, str, int] = ("", "", 0)   # (A's dist, B's dist, seed) of the last fill
+    drawn: tuple[str, str] = ("", "")            # (A's dist, B's dist) of the last fill
     slot: int = 0                                # which A and C the calls use (`rotate`)
     a_seeds: dict[int, int] = field(default_factory=dict)   # the seed each slot's A was last drawn with
     b_seed: int = 0                                          # the seed B was last drawn with
@@ -174,7 +174,7 @@ class Trial:
         da, db = TRIAL_DISTS.get(dist, (dist, dist))
         buffers.fill(self.a, da, seed)
         buffers.fill(self.b, db, seed + 1)
-        self.drawn, self.a_seeds, self.nudges = (da, db, seed), {self.slot: seed}, {}
+        self.drawn, self.a_seeds, self.nudges = (da, db), {self.slot: seed}, {}
         self.b_seed, self.b_nudge = seed + 1, None
         return seed
 
@@ -224,7 +224,7 @@ class Trial:
     def inputs_intact(self) -> bool:
         """Every A drawn since the fill (each slot's) and B still hold what their seed gives, and a
         nudge since (regenerated now: no copy of them existed where the call could reach it)."""
-        da, db, _ = self.drawn
+        da, db = self.drawn
         return (all(_holds(self.a_at(slot), da, a_seed, self.nudges.get(slot))   # every A drawn since the
                     for slot, a_seed in self.a_seeds.items())                    # fill: a user's activations
                 and _holds(self.b, db, self.b_seed, self.b_nudge))

@@ -97,8 +97,8 @@ class Stamper:
     enqueues the write on the call's stream, with values that exist nowhere before it runs, and
     says whether it was captured into a graph (it runs when the graph does);
     `commit()`: the writes captured into a graph since the last commit are about to run (its
-    timed replay); `drop()`: they never will; `matches(j)`, whether tensor j holds what its last write that ran wrote, bit
-    for bit."""
+    timed replay); `drop()`: they never will; `matches(j)`, whether tensor j holds what its last
+    write that ran wrote, bit for bit."""
 
     def write(self, j: int) -> bool: ...
     def commit(self) -> None: ...
@@ -218,8 +218,9 @@ class Feed:
             self.rewrite_weights(self.draw.getrandbits(63))
 
     def intact(self) -> bool:
-        """Every pool tensor holds its last fill and B what it was made with, bit for bit (nothing
-        to ask where no `matches` was given)."""
+        """Every pool tensor holds its last fill, or its last stamp that ran (`Stamper.matches`),
+        and B what it was made with, bit for bit (nothing to ask of a fill where no `matches` was
+        given)."""
         for j, (a, sd) in enumerate(zip(self.pool, self.seeds)):
             if sd == STAMPED and not self.stamp.matches(j):
                 return False
@@ -264,6 +265,7 @@ class Feed:
             if id(a) not in refs:
                 refs[id(a)] = self.reference(a)
             return refs[id(a)]
+
         def wrong(out, a) -> str | None:   # which check an output fails, if any
             if not self.compare(out, ref(a))["agree"]:
                 return "agree"

@@ -375,6 +375,7 @@ def torch_feed(torch, A, W, calls: int, w_seed: int | None = None) -> Feed:
 
         def pick(self, ref, places):
             return ref.reshape(-1).index_select(0, places)
+
     def precise(out, ref, a, seed):
         return _torch_precise(torch, out, ref, a, W, seed)
     feed = Feed(pool, fill, lambda a: torch.nn.functional.linear(a, W), _torch_agreement,
@@ -427,6 +428,7 @@ def cupy_feed(cp, A, B, calls: int, randn=None, b_seed: int | None = None) -> Fe
 
         def pick(self, ref, places):
             return ref.ravel().take(places)
+
     def precise(out, ref, a, seed):   # the torch rows' check, on the same memory (DLPack, no copy)
         import torch
         cp.cuda.get_current_stream().synchronize()   # torch's stream is another one

@@ -123,9 +123,6 @@ class Stamp:
         self.pending: dict[int, int] = {}   # of writes captured into a graph that has not run yet
         self.fn = ctypes.c_void_p(rawkernels.function(source(), "cudal2_stamp").kernel.ptr)
         self.cu = driver.lib()
-        self.cu.cuLaunchKernel.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 6 + [
-            ctypes.c_uint, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
-        self.cu.cuStreamIsCapturing.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_int)]
         self.status = ctypes.c_int()
         self.scratch = cp.empty(elems, dtype=cp.float16)
         self.bad = cp.zeros(1, dtype=cp.uint32)
