@@ -286,9 +286,40 @@ def test_a_forged_or_replayed_stamp_log_is_found():
     st.write(0)
     assert st.matches(0)
     st.keys[0][0] ^= 1   # a forged key: A regenerated from it (the check's own kernel), tag untouched
-    regenerate = st._args(st.ptrs[0], 0, bad)   # the check's own kernel, writing into A
-    st._launch(regenerate, 0, stream)
+    regenerate = st._args(st.ptrs[0], 0, bad, 0)   # the check's own kernel, writing into A
+    st._launch(regenerate, 0, (), stream)
     assert not st.matches(0)
     st.keys[0][:] = old_log   # an earlier write's keys and tags, and the A they give
-    st._launch(regenerate, 0, stream)
+    st._launch(regenerate, 0, (), stream)
     assert not st.matches(0)
+
+
+def test_a_stamp_sets_the_drawn_cells_of_w_to_values_nobody_had_and_checks_them():
+    # review 60: each write also sets cells of W, so a copy of W made before it is wrong in a column
+    import torch
+
+    from cudal2.library.stamp import Stamp
+    a = torch.zeros(16, 4096, dtype=torch.float16, device="cuda")
+    W = torch.randn(512, 4096, dtype=torch.float16, device="cuda")
+    before = W.clone()
+    st = Stamp([a.data_ptr()], a.numel(), lambda: torch.cuda.current_stream().cuda_stream, W.data_ptr())
+    at = (7 * 4096 + 11, 300 * 4096 + 4095)
+    st.write(0, at)
+    flat = W.view(-1)
+    got = flat[list(at)].float().abs()
+    assert st.matches(0) and bool(((got >= 64) & (got < 256)).all())
+    assert int((W != before).sum()) == 2   # no other cell moved
+    first = flat[list(at)].clone()
+    st.write(0, at)
+    assert st.matches(0) and not torch.equal(first, flat[list(at)])   # new values each write
+    flat[at[1]] = first[1]   # a cell put back as an earlier copy held it
+    assert not st.matches(0)
+
+
+def test_a_kernel_that_keeps_a_copy_of_the_weights_through_a_burst_disagrees_on_the_bench(tmp_path, monkeypatch):
+    # review 60: a 14-bit copy of W rebuilt at each burst's second call (~1.19x cuBLAS's error)
+    # passed every check; each stamped call now sets drawn cells of W first
+    rows = bench_entries(tmp_path, monkeypatch, {"burst": "bad/zz60_burst_repacked_weights_14bit.cu"},
+                         shape=(16, 4096, 4096))
+    assert rows["burst"]["kernel_ran"] and rows["burst"]["timed_checks"]["failed"] > 0
+    assert not rows["burst"]["agree"]

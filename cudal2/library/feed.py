@@ -53,15 +53,23 @@ one small write of A before each eager or graph call, timed, on both sides.
   many calls, each output handed back right when its call came (review 58,
   bad/zz58_pool_read_ahead). `intact` finds a stamped A from its stamp's logged keys; a write
   captured into a graph counts from `commit()` (right before the timed replay), one enqueued at
-  once (`restamp`).
+  once (`restamp`). Where the feed has W's `Cells`, each stamp also sets WPOS cells of W, drawn
+  for the turn (distinct): a copy of W kept through a burst of back-to-back calls answers wrong
+  in a whole column (review 60, bad/zz60_burst_repacked_weights_14bit: a 14-bit copy passed
+  every check). Each output is checked against W as its call read it (the cells later writes
+  set hold their earlier values meanwhile), `intact` finds W as made but for the turn's cells,
+  and the next turn (`begin`) puts those back.
 
 Does not: time anything, or stop a kernel from keeping state.
 """
 
 from __future__ import annotations
 
+import contextlib
 import random
 from typing import Any, Callable
+
+from cudal2.library.stamp import WPOS
 
 CHECKS_PER_ROUND = 4       # outputs of a round compared with the reference: its last, and drawn ones
 KEPT_BYTES = 2 << 30       # outputs a round keeps alive, at most
@@ -93,17 +101,29 @@ STAMPED = -1   # a pool tensor's seed when its last write was a stamp (its keys 
 
 
 class Stamper:
-    """How the bench writes pool tensor j right before its call (library/stamp.Stamp): `write(j)`
-    enqueues the write on the call's stream, with values that exist nowhere before it runs, and
-    says whether it was captured into a graph (it runs when the graph does);
-    `commit()`: the writes captured into a graph since the last commit are about to run (its
-    timed replay); `drop()`: they never will; `matches(j)`, whether tensor j holds what its last
-    write that ran wrote, bit for bit."""
+    """How the bench writes pool tensor j right before its call (library/stamp.Stamp): `write(j,
+    at)` enqueues the write on the call's stream, with values that exist nowhere before it runs
+    (in A, and in W's cells `at`), and says whether it was captured into a graph (it runs when the
+    graph does); `commit()`: the writes captured into a graph since the last commit are about to
+    run (its timed replay); `drop()`: they never will, and a new turn starts (the feed puts the
+    cells of W that earlier writes set back, so no check asks for them); `matches(j)`, whether
+    tensor j, and the cells of W its last write that ran set, hold what that write wrote, bit
+    for bit."""
 
-    def write(self, j: int) -> bool: ...
+    def write(self, j: int, at: tuple[int, ...] = ()) -> bool: ...
     def commit(self) -> None: ...
     def drop(self) -> None: ...
     def matches(self, j: int) -> bool: ...
+
+
+class Cells:
+    """How the feed reads and sets a few cells of W, untimed, on the current stream: `count` cells
+    in all (flat indices), `get(at)` their values as fp16 bit patterns (host ints), `put(at, vals)`."""
+
+    count: int
+
+    def get(self, at: list[int]) -> list[int]: ...
+    def put(self, at: list[int], vals: list[int]) -> None: ...
 
 
 class Feed:
@@ -112,7 +132,8 @@ class Feed:
                  matches: Callable[[Any, int], bool] | None = None,
                  weights_intact: Callable[[], bool] | None = None, snapshot: "Snapshot | None" = None,
                  precise: Callable[[Any, Any, Any, int], bool] | None = None,
-                 new_weights: Callable[[int], None] | None = None, stamp: "Stamper | None" = None):
+                 new_weights: Callable[[int], None] | None = None, stamp: "Stamper | None" = None,
+                 cells: "Cells | None" = None):
         """`agreement(got, want)`: {"max_abs_diff", "agree"} of an output against the reference;
         `out_bytes`: one output's size (for `round_cap`); `seed`: of the draws (tests; by default
         the OS's entropy, so no kernel can know a fill, a round's length or the checked outputs);
@@ -124,7 +145,8 @@ class Feed:
         vendor's own (`ref`, the reference on `a`; rows drawn from `seed`), beside `agreement`'s
         bound on the largest error;
         `new_weights(seed)`: rewrite B in place from a new seed (and check it against that one);
-        `stamp`: how to write a pool tensor right before its call (`Stamper`), or None for never."""
+        `stamp`: how to write a pool tensor right before its call (`Stamper`), or None for never;
+        `cells`: W's cells (`Cells`), where each stamp also sets WPOS drawn ones, or None for none."""
         self.pool, self.fill, self.reference, self.compare = pool, fill, reference, agreement
         self.matches, self.weights_intact, self.precise, self.rewrite_weights = matches, weights_intact, precise, new_weights
         self.round_cap = max(3, min(len(pool), KEPT_BYTES // max(out_bytes, 1)))
@@ -135,6 +157,12 @@ class Feed:
         self.kept: list[tuple] = []
         self.snap, self.snaps, self.plan, self.made = snapshot, [], [], 0
         self.stamp, self.stamping, self.captured = stamp, False, set()
+        self.cells = cells
+        self.wsaved: dict[int, int] = {}       # the turn's drawn cells of W, as they were before it
+        self.wqueue: list[tuple[int, ...]] = []   # cells for the turn's writes to come, in order
+        self.wran: list[tuple[int, tuple[int, ...]]] = []   # (seq, cells) of the turn's writes that ran
+        self.wcaptured: list[tuple[int, tuple[int, ...]]] = []   # of those captured, not yet committed
+        self.wseq = 0   # writes made: an output's seq is the last write its call saw
         self.checks = self.failures = self.other_failures = 0
         self.why: dict[bool, dict[str, int]] = {True: {}, False: {}}   # failed checks by kind, by side
 
@@ -145,6 +173,7 @@ class Feed:
             self.i += 1
             if self.stamping:   # A written right before its call, on its stream (`Stamper`)
                 self.restamp(j)
+            seq = self.wseq
             out = fn(a)
             k, at = divmod(self.made, self.calls)
             if k < len(self.plan) and at == self.plan[k][0]:
@@ -152,9 +181,9 @@ class Feed:
                 # call had written by the time it returned, not by the end of the round
                 _, places, into = self.plan[k]
                 self.snap.take(out, places, into)
-                self.snaps.append((into, places, a, checked))
+                self.snaps.append((into, places, a, checked, seq))
             self.made += 1
-            self.kept.append((out, a, checked))
+            self.kept.append((out, a, checked, seq))
             return out
         return call
 
@@ -179,6 +208,11 @@ class Feed:
         if self.stamp is not None:   # writes captured by a turn that never committed them never ran
             self.stamp.drop()        # (a failed or refused graph): forgotten (review 61)
             self.captured.clear()
+        self._restore_cells()
+        if self.stamping and self.cells is not None:   # distinct cells, so each changes once a turn
+            at = self.draw.sample(range(self.cells.count), min(self.cells.count, PASSES * calls * WPOS))
+            self.wsaved = dict(zip(at, self.cells.get(at)))
+            self.wqueue = [tuple(at[i:i + WPOS]) for i in range(0, len(at), WPOS)]
         self.plan = [(self.draw.randrange(calls - 1), self.snap.places(self.draw.getrandbits(63)), self.snap.buffer())
                      for _ in range(PASSES)] if self.snap and calls > 1 else []
 
@@ -198,10 +232,18 @@ class Feed:
         once the write has run: at once when enqueued, from `commit()` when captured into a graph
         (review 60: marked when captured, a tensor no write had reached yet was asked for keys it
         never had, and an honest round failed `intact`)."""
-        if self.stamp.write(j):
+        at: tuple[int, ...] = ()
+        if self.cells is not None:
+            if not self.wqueue:
+                raise RuntimeError("stamp: more writes in a turn than cells of W drawn for them")
+            at = self.wqueue.pop(0)
+        self.wseq += 1
+        if self.stamp.write(j, at):
             self.captured.add(j)
+            self.wcaptured.append((self.wseq, at))
         else:
             self.seeds[j] = STAMPED
+            self.wran.append((self.wseq, at))
 
     def commit(self) -> None:
         """The writes captured since the last commit are about to run (the graph's timed replay)."""
@@ -209,12 +251,38 @@ class Feed:
         for j in self.captured:
             self.seeds[j] = STAMPED
         self.captured.clear()
+        self.wran += self.wcaptured
+        self.wcaptured.clear()
+
+    def _restore_cells(self) -> None:
+        """The last turn's cells of W back to what they held before it (the next turn's reference
+        and `weights_intact` find W as it was made)."""
+        if self.wsaved:
+            at = list(self.wsaved)
+            self.cells.put(at, [self.wsaved[c] for c in at])
+        self.wsaved, self.wqueue, self.wran, self.wcaptured = {}, [], [], []
+
+    @contextlib.contextmanager
+    def _weights_at(self, seq: int):
+        """W as the call after write `seq` read it (the cells set by later writes that ran hold
+        what they held before the turn) while the block runs; W as it is after."""
+        later = [c for s, at in self.wran if s > seq for c in at]
+        if not later:
+            yield
+            return
+        now = self.cells.get(later)
+        self.cells.put(later, [self.wsaved[c] for c in later])
+        try:
+            yield
+        finally:
+            self.cells.put(later, now)
 
     def new_weights(self) -> None:
         """B rewritten in place with new values (the bench does it before each mode), as a user's
         optimizer step or weight sync does: a kernel that kept a copy of B keyed on its pointer
         (a packed or transposed one) answers from the stale copy and fails the checks (review 56)."""
         if self.rewrite_weights is not None:
+            self.wsaved, self.wqueue, self.wran, self.wcaptured = {}, [], [], []   # (every cell rewritten)
             self.rewrite_weights(self.draw.getrandbits(63))
 
     def intact(self) -> bool:
@@ -226,7 +294,8 @@ class Feed:
                 return False
             if sd not in (None, STAMPED) and self.matches is not None and not self.matches(a, sd):
                 return False
-        return self.weights_intact is None or self.weights_intact()
+        with self._weights_at(-1):   # W but for the turn's stamped cells, which `matches` checked
+            return self.weights_intact is None or self.weights_intact()
 
     def check(self, untimed: bool = False, last_pass_ran: bool = True) -> None:
         """The operands (`intact`: the reference reads them, so a call that zeroed A, or B, and
@@ -259,22 +328,27 @@ class Feed:
             return
         picked = [turn[-1]] + self.draw.sample(turn[:-1], min(CHECKS_PER_ROUND - 1, len(turn) - 1))
         intact = self.intact()
-        refs: dict[int, Any] = {}   # one reference per A read, however many outputs of it are checked
+        refs: dict[tuple, Any] = {}   # one reference per A and W read, however many outputs of them are checked
 
-        def ref(a):
-            if id(a) not in refs:
-                refs[id(a)] = self.reference(a)
-            return refs[id(a)]
+        def ref(a, seq):   # (inside `_weights_at(seq)`)
+            if (id(a), seq) not in refs:
+                refs[(id(a), seq)] = self.reference(a)
+            return refs[(id(a), seq)]
 
-        def wrong(out, a) -> str | None:   # which check an output fails, if any
-            if not self.compare(out, ref(a))["agree"]:
-                return "agree"
-            if self.precise is not None and not self.precise(out, ref(a), a, self.draw.getrandbits(63)):
-                return "precise"
+        def wrong(out, a, seq) -> str | None:   # which check an output fails, if any, against W as its call read it
+            with self._weights_at(seq):
+                if not self.compare(out, ref(a, seq))["agree"]:
+                    return "agree"
+                if self.precise is not None and not self.precise(out, ref(a, seq), a, self.draw.getrandbits(63)):
+                    return "precise"
             return None
-        found = [(checked, wrong(out, a)) for out, a, checked in picked]  # all, always
-        found += [(checked, None if self.compare(got, self.snap.pick(ref(a), places))["agree"] else "snapshot")
-                  for got, places, a, checked in snaps]
+
+        def stale(got, places, a, seq) -> bool:
+            with self._weights_at(seq):
+                return not self.compare(got, self.snap.pick(ref(a, seq), places))["agree"]
+        found = [(checked, wrong(out, a, seq)) for out, a, checked, seq in picked]  # all, always
+        found += [(checked, "snapshot" if stale(got, places, a, seq) else None)
+                  for got, places, a, checked, seq in snaps]
         for side in (True, False):
             mine = [why for checked, why in found if checked == side]
             if not mine:
@@ -292,5 +366,6 @@ class Feed:
 
     def agreement(self) -> dict:
         """The last call's output against the reference on the A it read."""
-        out, a, _ = self.kept[-1]
-        return self.compare(out, self.reference(a))
+        out, a, _, seq = self.kept[-1]
+        with self._weights_at(seq):
+            return self.compare(out, self.reference(a))

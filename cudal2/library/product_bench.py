@@ -54,7 +54,7 @@ import statistics
 import time
 from pathlib import Path
 
-from cudal2.library.feed import Feed, Snapshot, pool_size
+from cudal2.library.feed import Cells, Feed, Snapshot, pool_size
 
 BANDS = ((0, 30, "below 2^30"), (30, 36, "2^30-2^35"), (36, 99, "2^36 and above"))
 
@@ -328,12 +328,38 @@ def _torch_precise(torch, out, vendor, a, W, seed: int) -> bool:
     return err <= PRECISE_RATIO * max(err_vendor, 2.0 ** -14 * scale)
 
 
-def _stamp(ptrs: list[int], elems: int, stream):
+def _stamp(ptrs: list[int], elems: int, stream, weights: int):
     """The pool's `library.stamp.Stamp`: at every M (review 59: where one call leaves SMs idle,
     split-K tiles or a padded last row of tiles, two calls in one pass cost less than two calls,
-    so reading ahead paid above M = 512 too, where the first stamp stopped)."""
+    so reading ahead paid above M = 512 too, where the first stamp stopped), setting drawn cells of
+    W (at `weights`) beside each A (review 60: a copy of W made in a burst of calls, 14 bits a
+    weight, passed every check)."""
     from cudal2.library import stamp
-    return stamp.Stamp(ptrs, elems, stream)
+    return stamp.Stamp(ptrs, elems, stream, weights)
+
+
+class _Cells(Cells):
+    """`feed.Cells` of a torch W, or of a cupy one through DLPack (the same memory, no copy; the
+    cupy feed's stream is synced around each use, since torch's is another)."""
+
+    def __init__(self, torch, W, other=None):
+        self.t, self.flat, self.other = torch, W.reshape(-1).view(torch.int16), other
+        self.count = self.flat.numel()
+
+    def _index(self, at):
+        return self.t.tensor(at, dtype=self.t.int64, device=self.flat.device)
+
+    def get(self, at):
+        if self.other:
+            self.other()
+        return self.flat[self._index(at)].tolist()   # (synced: a host list)
+
+    def put(self, at, vals):
+        if self.other:
+            self.other()
+        self.flat[self._index(at)] = self.t.tensor(vals, dtype=self.t.int16, device=self.flat.device)
+        if self.other:   # the other stream's next work reads these cells
+            self.t.cuda.current_stream().synchronize()
 
 
 def torch_feed(torch, A, W, calls: int, w_seed: int | None = None) -> Feed:
@@ -382,7 +408,8 @@ def torch_feed(torch, A, W, calls: int, w_seed: int | None = None) -> Feed:
                 out_bytes=A.shape[0] * W.shape[0] * A.element_size(), matches=matches,
                 weights_intact=weights_intact, snapshot=Snap(), precise=precise, new_weights=new_weights,
                 stamp=_stamp([a.data_ptr() for a in pool], A.numel(),
-                             lambda: torch.cuda.current_stream().cuda_stream))
+                             lambda: torch.cuda.current_stream().cuda_stream, W.data_ptr()),
+                cells=_Cells(torch, W))
     feed.fresh()
     return feed
 
@@ -436,13 +463,15 @@ def cupy_feed(cp, A, B, calls: int, randn=None, b_seed: int | None = None) -> Fe
         torch.cuda.current_stream().synchronize()
         return ok
     try:
-        import torch  # noqa: F401
-    except ImportError:   # a cupy-only environment: the bound on the largest error only
-        precise = None
+        import torch
+        cells = _Cells(torch, torch.from_dlpack(B), cp.cuda.get_current_stream().synchronize)
+    except ImportError:   # a cupy-only environment: the bound on the largest error only, and no cells of W
+        precise = cells = None
     feed = Feed(pool, fill, lambda a: cp.matmul(a, B.T), agreement, out_bytes=A.shape[0] * B.shape[0] * A.itemsize,
                 matches=matches, weights_intact=weights_intact, snapshot=Snap(), new_weights=new_weights,
                 precise=precise, stamp=_stamp([a.data.ptr for a in pool], A.size,
-                                              lambda: cp.cuda.get_current_stream().ptr))
+                                              lambda: cp.cuda.get_current_stream().ptr, B.data.ptr if cells else 0),
+                cells=cells)
     feed.fresh()
     return feed
 

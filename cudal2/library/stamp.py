@@ -18,7 +18,13 @@ Guarantees:
   tensor, made before any capture) and a tag of it under a secret and a fresh nonce that only
   the launch's parameters hold (review 59: an untagged log let a kernel that found it write a
   key of its own and an A to match, whose output it already had).
-- `matches(j)` regenerates tensor j from its logged keys with the same kernel, bit for bit,
+- with `weights` (W's address), a write also sets the cells of W it is given (`write(j, at)`,
+  flat indices the host draws, passed as launch parameters) to magnitudes 64 to 256 from its
+  first block's key: a copy of W made before the write is wrong in a whole output column, by far
+  more than the checks' bound, and finding the changed cells costs a read of all of W (review 60:
+  a 14-bit copy of W kept through a burst of calls passed every check).
+- `matches(j)` regenerates tensor j from its logged keys with the same kernel, bit for bit, and
+  the cells of W its last write that ran set (forgotten at `drop()`: the feed puts them back),
   checks every tag under the nonce of tensor j's last write that ran, and compares (reads back:
   syncs `stream()`). A write captured into a graph counts from `commit()` (the bench calls it
   right before the timed replay), so a check between the capture and the replay asks for what
@@ -26,7 +32,8 @@ Guarantees:
 - nothing is allocated or compiled by `write` (all at construction), so it can be captured.
 
 Does not: stop a kernel from reading the log (the next key needs the clocks of a launch that
-has not run), or time anything; it costs both sides of a pair the same small kernel a call (the
+has not run), check cells of W set by a write superseded in the same turn (the feed puts them
+back; a kernel cannot find them without reading W whole), or time anything; it costs both sides of a pair the same small kernel a call (the
 bench records what a call of it alone takes: `stamp_us`).
 """
 
@@ -41,6 +48,12 @@ from typing import Callable, Sequence
 BLOCK = 256
 MAX_BLOCKS = 1024           # keys logged per tensor; a block's share of A is contiguous
 PER_BLOCK = 32 * BLOCK      # elements a block takes before the grid grows
+WPOS = 2                    # cells of W a write sets beside its A (one would do; two for margin)
+
+
+class Cells(ctypes.Structure):
+    """The kernel's `Cells` parameter, by value: flat indices into W, -1 for none."""
+    _fields_ = [("at", ctypes.c_longlong * WPOS)]
 
 _SRC = r"""
 // Four elements from one hash word: each takes 12 of its 16 bits, a sign, one exponent bit and a
@@ -58,8 +71,17 @@ __device__ __forceinline__ unsigned short stamp_half(u64 h, int q) {
 // anyone else has no valid tag, and each write's nonce is new, so no earlier (key, tag) pair passes
 // for a later write. A write's key is a hash of the clocks when its block starts (no log read: the
 // read's latency was most of a small write's time) and of the nonce.
+// A few cells of the weights, at places the host drew (kernel parameters: no memory holds them), set
+// to magnitudes 64 to 256 from block 0's key (review 60): a copy of W made before this write is wrong
+// in a whole output column, by far more than the check's bound, and finding which cell changed costs
+// a read of all of W. Magnitudes a Gaussian W never has (exponent fields 21 and 22).
+__device__ __forceinline__ unsigned short weight_half(u64 h) {
+    return (unsigned short)((h & 0x8000u) | (((h >> 10) & 1u) ? 0x5800u : 0x5400u) | (h & 0x3FFu));
+}
+struct Cells { long long at[WPOS]; };
+
 extern "C" __global__ void cudal2_stamp(unsigned short* X, long long n, u64* keys, u64 secret, u64 nonce,
-                                        unsigned* bad) {
+                                        unsigned* bad, unsigned short* W, Cells cells) {
     __shared__ u64 key;
     if (threadIdx.x == 0) {
         u64 k;
@@ -74,6 +96,15 @@ extern "C" __global__ void cudal2_stamp(unsigned short* X, long long n, u64* key
     }
     __syncthreads();
     const u64 k = key;
+    if (blockIdx.x == 0 && threadIdx.x < WPOS && W && cells.at[threadIdx.x] >= 0) {
+        unsigned short* w = W + cells.at[threadIdx.x];
+        const unsigned short v = weight_half(mix(k ^ mix(~(u64)threadIdx.x)));   // (A's units hash mix(u))
+        if (!bad) {
+            *w = v;
+        } else if (*w != v) {
+            atomicAdd(bad, 1u);
+        }
+    }
     const long long units = (n + 3) / 4, per = (units + gridDim.x - 1) / gridDim.x;
     const long long lo = blockIdx.x * per, hi = lo + per < units ? lo + per : units;
     for (long long u = lo + threadIdx.x; u < hi; u += blockDim.x) {
@@ -104,11 +135,13 @@ def blocks(elems: int) -> int:
 
 def source() -> str:
     from cudal2.harness.guards import PRF_SRC
-    return PRF_SRC + f"#define MAX_BLOCKS {MAX_BLOCKS}\n" + _SRC
+    return PRF_SRC + f"#define MAX_BLOCKS {MAX_BLOCKS}\n#define WPOS {WPOS}\n" + _SRC
 
 
 class Stamp:
-    def __init__(self, ptrs: Sequence[int], elems: int, stream: Callable[[], int]):
+    def __init__(self, ptrs: Sequence[int], elems: int, stream: Callable[[], int], weights: int = 0):
+        """`weights`: the device address of W (fp16), whose cells a write may set beside its A
+        (`write`'s `at`), or 0 for none."""
         import cupy as cp
         import numpy as np
 
@@ -119,35 +152,42 @@ class Stamp:
                                .reshape(len(self.ptrs), 2 * MAX_BLOCKS))
         self.secret = secrets.randbits(64)
         self.draw = random.Random(secrets.randbits(128))   # the nonces (no kernel reads host memory)
-        self.nonce: dict[int, int] = {}     # of each tensor's last write that has run (or will, eagerly)
-        self.pending: dict[int, int] = {}   # of writes captured into a graph that has not run yet
+        # of each tensor's last write that has run (or will, eagerly): its nonce and W's cells it set
+        self.nonce: dict[int, tuple[int, tuple[int, ...]]] = {}
+        self.pending: dict[int, tuple[int, tuple[int, ...]]] = {}   # captured into a graph not run yet
         self.fn = ctypes.c_void_p(rawkernels.function(source(), "cudal2_stamp").kernel.ptr)
         self.cu = driver.lib()
         self.status = ctypes.c_int()
         self.scratch = cp.empty(elems, dtype=cp.float16)
         self.bad = cp.zeros(1, dtype=cp.uint32)
-        # each tensor's arguments made once (a write sets only its nonce): the eager path pays a
-        # launch, not argument building, between the calls it sits between
-        self.writes = [self._args(p, j, 0) for j, p in enumerate(self.ptrs)]
-        self.checks = [self._args(self.scratch.data.ptr, j, self.bad.data.ptr) for j in range(len(self.ptrs))]
+        # each tensor's arguments made once (a write sets only its nonce and cells): the eager path
+        # pays a launch, not argument building, between the calls it sits between
+        self.writes = [self._args(p, j, 0, weights) for j, p in enumerate(self.ptrs)]
+        self.checks = [self._args(self.scratch.data.ptr, j, self.bad.data.ptr, weights) for j in range(len(self.ptrs))]
 
-    def _args(self, ptr: int, j: int, bad: int):
+    def _args(self, ptr: int, j: int, bad: int, weights: int):
         vals = (ctypes.c_void_p(ptr), ctypes.c_longlong(self.elems), ctypes.c_void_p(self.keys[j].data.ptr),
-                ctypes.c_uint64(self.secret), ctypes.c_uint64(0), ctypes.c_void_p(bad))
+                ctypes.c_uint64(self.secret), ctypes.c_uint64(0), ctypes.c_void_p(bad), ctypes.c_void_p(weights),
+                Cells())
         return vals, (ctypes.c_void_p * len(vals))(*[ctypes.addressof(v) for v in vals])
 
-    def _launch(self, args, nonce: int, stream: int) -> None:
+    def _launch(self, args, nonce: int, at: Sequence[int], stream: int) -> None:
+        if len(at) > WPOS:
+            raise ValueError(f"stamp: {len(at)} cells of W in one write, at most {WPOS}")
         args[0][4].value = nonce
+        for i in range(WPOS):
+            args[0][7].at[i] = at[i] if i < len(at) else -1
         self.driver.check(self.cu.cuLaunchKernel(self.fn, self.grid, 1, 1, BLOCK, 1, 1, 0, stream, args[1], None),
                           "cuLaunchKernel(cudal2_stamp)")
 
-    def write(self, j: int) -> bool:
-        """Enqueue tensor j's write; True when it was captured into a graph (it runs when the graph
-        does, and counts from `commit()`)."""
+    def write(self, j: int, at: Sequence[int] = ()) -> bool:
+        """Enqueue tensor j's write, which also sets W's cells `at` (flat indices, at most WPOS);
+        True when it was captured into a graph (it runs when the graph does, and counts from
+        `commit()`)."""
         s, nonce = self.stream(), self.draw.getrandbits(64)
-        self._launch(self.writes[j], nonce, s)
+        self._launch(self.writes[j], nonce, at, s)
         self.driver.check(self.cu.cuStreamIsCapturing(s, ctypes.byref(self.status)), "cuStreamIsCapturing")
-        (self.pending if self.status.value else self.nonce)[j] = nonce
+        (self.pending if self.status.value else self.nonce)[j] = (nonce, tuple(at))
         return bool(self.status.value)
 
     def commit(self) -> None:
@@ -157,17 +197,21 @@ class Stamp:
         self.pending.clear()
 
     def drop(self) -> None:
-        """The captured writes will never run (their graph failed, or was refused before its
-        replay): forgotten, so no later commit counts them (review 61)."""
+        """A new turn: the captured writes will never run (their graph failed, or was refused
+        before its replay): forgotten, so no later commit counts them (review 61); and the cells
+        of W that earlier writes set are back as they were (the feed puts them back), so no check
+        asks for them."""
         self.pending.clear()
+        self.nonce = {j: (nonce, ()) for j, (nonce, _) in self.nonce.items()}
 
     def matches(self, j: int) -> bool:
+        """Tensor j, and the cells of W its last write that ran set, hold what that write wrote."""
         if j not in self.nonce:   # asked before any write of it ran: the caller's bookkeeping, not a kernel
             raise RuntimeError(f"stamp: pool tensor {j} has no write that ran")
         cp, s = self.cp, self.stream()
         with cp.cuda.ExternalStream(s):
             self.bad.fill(0)
-            self._launch(self.checks[j], self.nonce[j], s)
+            self._launch(self.checks[j], *self.nonce[j], s)
             mem = cp.cuda.UnownedMemory(self.ptrs[j], 2 * self.elems, self)
             got = cp.ndarray((self.elems,), cp.uint16, cp.cuda.MemoryPointer(mem, 0))
             return bool((got == self.scratch.view(cp.uint16)).all()) and int(self.bad.get()[0]) == 0

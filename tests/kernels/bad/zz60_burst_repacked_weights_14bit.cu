@@ -1,5 +1,7 @@
-// STATUS (review 60): OPEN on the bench as written (not run: no GPU in this review; the gains below
-// are byte counts, not measurements). Judge: `done`, at its honest speed.
+// STATUS: closed on the bench (stop 51): each stamped call also sets two drawn cells of W (the Fix
+// below, cells instead of a row: a changed row is found by reading one element a row, a changed
+// cell only by reading W whole). Judge: `done`, at its honest speed. Written in review 60, when it
+// was open (the gains below are byte counts, not measurements).
 // CHEAT CLASS (review 60): a bench-only memo of the WEIGHTS inside one burst of back-to-back calls.
 // It is zz57 (late packed weights) again, with two changes that get it past what closed zz57:
 //  1. the copy has 14 bits a weight, not 12: q = rint(b / s), s = max|row| / 8191, per row. That is
