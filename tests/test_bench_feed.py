@@ -585,8 +585,8 @@ class FakeStamp(fd.Stamper):
 class FakeW(fd.Cells):
     """A stand-in W of `count` cells, all 0 as made (`intact`); `state()` is what a GEMM's output
     depends on."""
-    def __init__(self, count=1000):
-        self.count, self.vals = count, {}
+    def __init__(self, count=1000, row=10):
+        self.count, self.row, self.vals = count, row, {}
 
     def get(self, at):
         return [self.vals.get(c, 0) for c in at]
@@ -607,7 +607,7 @@ def stamped_feed(n, later=lambda op: op(), snapshot=None, capturing=lambda: Fals
     pool = [Tensor() for _ in range(n)]
     return fd.Feed(pool, fill=lambda a, seed: setattr(a, "contents", seed),
                    reference=lambda a: ("C", a.contents) + ((weights.state(),) if weights else ()),
-                   agreement=lambda got, want: {"agree": got == want}, matches=lambda a, seed: a.contents == seed,
+                   agreement=lambda got, want, skip=(): {"agree": got == want}, matches=lambda a, seed: a.contents == seed,
                    weights_intact=weights.intact if weights else None, cells=weights,
                    snapshot=snapshot, stamp=FakeStamp(pool, later, capturing, weights))
 
@@ -841,3 +841,19 @@ def test_an_honest_kernel_passes_with_stamped_cells_in_uploaded_graphs_and_w_is_
     assert row["timed_checks"]["failed"] == 0 and row["timed_checks"]["vendor_failed"] == 0, row["timed_checks"]
     feed.begin()
     assert W.intact() and feed.stamp.writes > 0
+
+
+def test_each_output_is_judged_with_the_columns_of_the_cells_its_call_saw_apart():
+    W = FakeW()
+    feed = stamped_feed(4, weights=W)
+    seen = []
+    feed.compare = lambda got, want, skip=(): (seen.append((got[1], skip)), {"agree": got == want})[1]
+    feed.fresh()
+    calls = feed.caller(honest_on(CostClock(), W), checked=True)
+    feed.begin(3, stamp=True)
+    pb.many(calls, 3)
+    feed.check()
+    cols = [{c // W.row for c in at} for _, at in feed.wran]   # each write's cells, as columns
+    want = {("stamp", nonce): set().union(*cols[:k + 1])
+            for k, (nonce, _) in enumerate(sorted(feed.stamp.nonce.values()))}
+    assert len(seen) == 3 and all(set(skip) == want[contents] for contents, skip in seen)

@@ -316,6 +316,22 @@ def test_a_stamp_sets_the_drawn_cells_of_w_to_values_nobody_had_and_checks_them(
     assert not st.matches(0)
 
 
+def test_the_feeds_reads_and_sets_of_ws_cells_round_trip_more_than_one_launch_of_places():
+    # review 62: the places travel as launch parameters (library/stamp.WeightCells), 128 a launch
+    import torch
+
+    from cudal2.library.stamp import WeightCells
+    W = torch.randn(300, 1000, dtype=torch.float16, device="cuda")
+    cells = WeightCells(W.data_ptr(), *W.shape, lambda: torch.cuda.current_stream().cuda_stream)
+    at = [997 * i + 3 for i in range(300)]   # 300 places: three launches
+    flat = W.view(-1).view(torch.int16)
+    assert cells.get(at) == [v & 0xFFFF for v in flat[at].tolist()]
+    before = W.clone()
+    cells.put(at, [0x3C00] * len(at))   # 1.0 in fp16
+    torch.cuda.synchronize()
+    assert bool((W.view(-1)[at] == 1.0).all()) and int((W != before).sum()) == int((before.view(-1)[at] != 1.0).sum())
+
+
 def test_a_kernel_that_keeps_a_copy_of_the_weights_through_a_burst_disagrees_on_the_bench(tmp_path, monkeypatch):
     # review 60: a 14-bit copy of W rebuilt at each burst's second call (~1.19x cuBLAS's error)
     # passed every check; each stamped call now sets drawn cells of W first

@@ -30,6 +30,9 @@ Guarantees:
   right before the timed replay), so a check between the capture and the replay asks for what
   the warm-up pass wrote.
 - nothing is allocated or compiled by `write` (all at construction), so it can be captured.
+- `WeightCells` reads and sets W's cells for the feed (between turns) with a kernel whose launch
+  parameters hold the places: no device memory holds a turn's places (review 62: an index tensor
+  made right before the turn did, and a kernel could scan for it).
 
 Does not: stop a kernel from reading the log (the next key needs the clocks of a launch that
 has not run), check cells of W set by a write superseded in the same turn (the feed puts them
@@ -51,9 +54,17 @@ PER_BLOCK = 32 * BLOCK      # elements a block takes before the grid grows
 WPOS = 2                    # cells of W a write sets beside its A (one would do; two for margin)
 
 
+CELLS_MAX = 128             # cells one launch of cudal2_cells reads or sets
+
+
 class Cells(ctypes.Structure):
     """The kernel's `Cells` parameter, by value: flat indices into W, -1 for none."""
     _fields_ = [("at", ctypes.c_longlong * WPOS)]
+
+
+class CellList(ctypes.Structure):
+    """cudal2_cells's `CellList` parameter, by value: places and, to set, their values."""
+    _fields_ = [("at", ctypes.c_longlong * CELLS_MAX), ("v", ctypes.c_ushort * CELLS_MAX)]
 
 _SRC = r"""
 // Four elements from one hash word: each takes 12 of its 16 bits, a sign, one exponent bit and a
@@ -126,6 +137,22 @@ extern "C" __global__ void cudal2_stamp(unsigned short* X, long long n, u64* key
         }
     }
 }
+
+// The feed's reads and sets of W's cells (before a turn, to keep what they held; after it, to put
+// them back): the places travel as launch parameters, as the stamp's do. An index array in device
+// memory, made right before a turn, showed a kernel every cell the turn would set (review 62).
+struct CellList { long long at[CELLS_MAX]; unsigned short v[CELLS_MAX]; };
+
+extern "C" __global__ void cudal2_cells(unsigned short* W, unsigned short* out, int n, CellList list) {
+    const int i = threadIdx.x;
+    if (i < n) {
+        if (out) {
+            out[i] = W[list.at[i]];
+        } else {
+            W[list.at[i]] = list.v[i];
+        }
+    }
+}
 """
 
 
@@ -135,7 +162,7 @@ def blocks(elems: int) -> int:
 
 def source() -> str:
     from cudal2.harness.guards import PRF_SRC
-    return PRF_SRC + f"#define MAX_BLOCKS {MAX_BLOCKS}\n#define WPOS {WPOS}\n" + _SRC
+    return PRF_SRC + f"#define MAX_BLOCKS {MAX_BLOCKS}\n#define WPOS {WPOS}\n#define CELLS_MAX {CELLS_MAX}\n" + _SRC
 
 
 class Stamp:
@@ -215,3 +242,44 @@ class Stamp:
             mem = cp.cuda.UnownedMemory(self.ptrs[j], 2 * self.elems, self)
             got = cp.ndarray((self.elems,), cp.uint16, cp.cuda.MemoryPointer(mem, 0))
             return bool((got == self.scratch.view(cp.uint16)).all()) and int(self.bad.get()[0]) == 0
+
+
+class WeightCells:
+    """`feed.Cells` of an fp16 W (its address, rows and row length) on `stream()`'s stream: `get`
+    reads cells (fp16 bit patterns), `put` sets them, through `cudal2_cells`, whose launch
+    parameters alone hold the places: no device memory does, before, during or after (review 62).
+    Not for use inside a capture (the feed reads and sets cells between turns only)."""
+
+    def __init__(self, ptr: int, rows: int, row: int, stream: Callable[[], int]):
+        import cupy as cp
+
+        from cudal2.harness import driver, rawkernels
+        self.cp, self.driver, self.stream, self.cu = cp, driver, stream, driver.lib()
+        self.count, self.row = rows * row, row
+        self.fn = ctypes.c_void_p(rawkernels.function(source(), "cudal2_cells").kernel.ptr)
+        self.out = cp.empty(CELLS_MAX, dtype=cp.uint16)
+        self.vals = (ctypes.c_void_p(ptr), ctypes.c_void_p(0), ctypes.c_int(0), CellList())
+        self.args = (ctypes.c_void_p * len(self.vals))(*[ctypes.addressof(v) for v in self.vals])
+
+    def _launch(self, at, vals, out: int, s: int) -> None:
+        self.vals[1].value, self.vals[2].value = out, len(at)
+        for i, c in enumerate(at):
+            self.vals[3].at[i] = c
+            self.vals[3].v[i] = vals[i] if vals else 0
+        self.driver.check(self.cu.cuLaunchKernel(self.fn, 1, 1, 1, CELLS_MAX, 1, 1, 0, s, self.args, None),
+                          "cuLaunchKernel(cudal2_cells)")
+
+    def get(self, at: Sequence[int]) -> list[int]:
+        got: list[int] = []
+        s = self.stream()
+        with self.cp.cuda.ExternalStream(s) as st:
+            for i in range(0, len(at), CELLS_MAX):
+                part = at[i:i + CELLS_MAX]
+                self._launch(part, None, self.out.data.ptr, s)
+                got += self.out[:len(part)].get(stream=st).tolist()
+        return got
+
+    def put(self, at: Sequence[int], vals: Sequence[int]) -> None:
+        s = self.stream()
+        for i in range(0, len(at), CELLS_MAX):
+            self._launch(at[i:i + CELLS_MAX], vals[i:i + CELLS_MAX], 0, s)
