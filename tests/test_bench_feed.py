@@ -825,8 +825,8 @@ def test_a_copy_of_the_weights_kept_through_a_burst_read_as_a_win_while_w_never_
 
 
 def test_a_copy_of_the_weights_kept_through_a_burst_fails_once_each_call_sets_cells_of_w():
-    row = burst_copy_row(FakeW(), cells=True)
-    assert row["timed_checks"]["failed"] == row["timed_checks"]["rounds"] > 0
+    row = burst_copy_row(FakeW(), cells=True)   # every eager and graph round (flushed calls are no burst)
+    assert row["timed_checks"]["failed"] >= 2 * row["rounds"] > 0
     assert row["timed_checks"]["why"].get("agree", 0) > 0
 
 
@@ -857,3 +857,29 @@ def test_each_output_is_judged_with_the_columns_of_the_cells_its_call_saw_apart(
     want = {("stamp", nonce): set().union(*cols[:k + 1])
             for k, (nonce, _) in enumerate(sorted(feed.stamp.nonce.values()))}
     assert len(seen) == 3 and all(set(skip) == want[contents] for contents, skip in seen)
+
+
+def test_only_a_few_drawn_calls_of_a_pass_set_cells_of_w():
+    # review 63: a cell at every call left up to 200 live in a graph turn, and N = 64 outputs almost
+    # no column without one; a copy made before any of the drawn calls still fails the last check
+    W = FakeW()
+    feed = stamped_feed(12, weights=W)
+    feed.fresh()
+    calls = feed.caller(honest_on(CostClock(), W), checked=True)
+    feed.begin(10, stamp=True)
+    pb.many(calls, 10)
+    setting = [at for _, at in feed.wran if at]
+    assert len(setting) == fd.CELL_WRITES and len(W.state()) == fd.CELL_WRITES * fd.WPOS
+
+
+def test_a_mode_change_puts_the_cells_back_even_where_w_is_not_rewritten():
+    # review 63: eval probes run without a W seed; the last turn's cells stayed in W for good
+    W = FakeW()
+    feed = stamped_feed(4, weights=W)
+    feed.fresh()
+    calls = feed.caller(honest_on(CostClock(), W), checked=True)
+    feed.begin(3, stamp=True)
+    pb.many(calls, 3)
+    assert not W.intact()
+    feed.new_weights()
+    assert W.intact()

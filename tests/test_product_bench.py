@@ -351,3 +351,14 @@ def test_a_stale_cell_fails_its_own_columns_bound_and_rounding_there_passes():
     assert not pb._split_agreement(diff, want, {3}, _numpy_mask)["agree"]
     diff, want = _with_cell_column(err_elsewhere=0.0, err_in_cell=0.25)   # an fp16 ulp at ~400
     assert pb._split_agreement(diff, want, {3}, _numpy_mask)["agree"]
+
+
+def test_precise_judges_every_column_where_all_of_them_read_set_cells():
+    # review 63: with every column skipped nothing was compared, and a 20%-wrong output passed
+    torch = pytest.importorskip("torch")
+    g = torch.Generator().manual_seed(0)
+    a, W = torch.randn(8, 64, generator=g), torch.randn(16, 64, generator=g)
+    vendor = (a @ W.T).half().float()
+    wrong = vendor * 1.2
+    assert pb._torch_precise(torch, vendor, vendor, a, W, 1, skip=set(range(16)))
+    assert not pb._torch_precise(torch, wrong, vendor, a, W, 1, skip=set(range(16)))

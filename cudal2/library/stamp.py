@@ -277,6 +277,7 @@ class WeightCells:
                 part = at[i:i + CELLS_MAX]
                 self._launch(part, None, self.out.data.ptr, s)
                 got += self.out[:len(part)].get(stream=st).tolist()
+            self.out.fill(0)   # (values, not places; kept nowhere once read: review 63)
         return got
 
     def put(self, at: Sequence[int], vals: Sequence[int]) -> None:
