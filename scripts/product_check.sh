@@ -14,7 +14,10 @@ t0=$(date +%s)
 out=${OUT:-/tmp}
 name=${1:?name the results file}
 shapes=$PWD/${SHAPES:?give SHAPES=a shapes file}
-[ -n "${RESUME:-}" ] && cp "$RESUME" "$out/$name.jsonl"
+if [ -n "${RESUME:-}" ]; then   # the cut run's file must travel with the tree (copy it under the repository)
+    [ -f "$RESUME" ] || { echo "RESUME=$RESUME: no such file here; copy the cut run's rows into the repository first" >&2; exit 2; }
+    cp "$RESUME" "$out/$name.jsonl"
+fi
 source scripts/fresh.sh
 src=$(mktemp -d /tmp/cudal2-copy.XXXXXX)
 fresh_copy "$src"
