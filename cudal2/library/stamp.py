@@ -272,7 +272,8 @@ class WeightCells:
     def get(self, at: Sequence[int]) -> list[int]:
         got: list[int] = []
         s = self.stream()
-        with self.cp.cuda.ExternalStream(s) as st:
+        st = self.cp.cuda.ExternalStream(s)
+        with st:
             for i in range(0, len(at), CELLS_MAX):
                 part = at[i:i + CELLS_MAX]
                 self._launch(part, None, self.out.data.ptr, s)
