@@ -44,12 +44,12 @@ def main() -> None:
 
     import torch
     import cudal2
-    from cudal2.library.product_bench import TorchClock, _torch_inputs, modes, pace, ran, torch_feed
+    from cudal2.library.product_bench import TorchClock, _torch_inputs, flush_buffer, modes, pace, ran, torch_feed
     from cudal2.problem import parse_mnk
 
     F = torch.nn.functional
     lib = cudal2.library.default()   # the shipped library, as `cudal2.linear` uses it
-    flush = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size, dtype=torch.uint8, device="cuda")
+    flush = flush_buffer(torch)
     clock = TorchClock(torch, flush)
     rows = []
     for text in a.shape:

@@ -25,7 +25,7 @@ def main() -> None:
     from cudal2.library import product_bench as pb
     from cudal2.problem import parse_mnk
     lib = cudal2.library.default()
-    flush = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size, dtype=torch.uint8, device="cuda")
+    flush = pb.flush_buffer(torch)
     for text in a.shape:
         p = parse_mnk(text)
         for _ in range(a.repeats):

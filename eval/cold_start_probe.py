@@ -76,7 +76,7 @@ def main() -> None:
     a = ap.parse_args()
     spin = cp.RawKernel(_SPIN, "spin")
     cudal2.library._default = Library(folder(), serve_margin=None)   # serve every entry
-    flush = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size, dtype=torch.uint8, device="cuda")
+    flush = pb.flush_buffer(torch)
     rows = []
     shapes = [tuple(int(x) for x in s.split("x")) for s in a.shapes.split(",")] if a.shapes else SHAPES
     variants = a.variants.split(",")

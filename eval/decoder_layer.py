@@ -52,7 +52,7 @@ class Block(torch.nn.Module):
 def main(configs: list[Path], ms: list[int], out: Path, aa: bool = False, only: list[str] | None = None) -> None:
     rows = []
     lib = cudal2.library.default()
-    flush = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size, dtype=torch.uint8, device="cuda")
+    flush = product_bench.flush_buffer(torch)
     clock = product_bench.TorchClock(torch, flush)
     for config in configs:   # one layer at a time: a 70B layer's weights are 1.7 GB
         rows += layer_rows(config, ms, lib, clock, aa, only)

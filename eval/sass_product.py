@@ -103,7 +103,7 @@ def main(out: Path, runs: dict[str, Path], top: int, library: Path, rounds: int,
     from cudal2.library import Library
     from cudal2.library import product_bench as pb
     a, b = Library(shipped, serve_margin=None), Library(reordered, serve_margin=None)
-    flush = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size, dtype=torch.uint8, device="cuda")
+    flush = pb.flush_buffer(torch)
     t1 = time.monotonic()
     for row in rows:
         e = entries[row["id"]]

@@ -45,7 +45,7 @@ def main() -> None:
     from cudal2.problem import parse_mnk
     from tests.test_gpu_library import add
 
-    flush = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size, dtype=torch.uint8, device="cuda")
+    flush = pb.flush_buffer(torch)
     stamp = pb._stamp
     rows = []
     cases = [c.split("@") for c in a.case]

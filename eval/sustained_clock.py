@@ -61,7 +61,7 @@ def main() -> None:
     probe = cp.RawKernel(_PROBE, "clock_probe")
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     cudal2.library._default = Library(folder(), serve_margin=None)   # serve every entry
-    flush = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size, dtype=torch.uint8, device="cuda")
+    flush = pb.flush_buffer(torch)
     clock = pb.TorchClock(torch, flush)
     rows = []
     for M, N, K in SHAPES:

@@ -136,9 +136,9 @@ def main() -> None:
 
     import cudal2
     from cudal2.library import Library
-    from cudal2.library.product_bench import measure_shape
+    from cudal2.library.product_bench import flush_buffer, measure_shape
     from rich.progress import track
-    flush = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size, dtype=torch.uint8, device="cuda")
+    flush = flush_buffer(torch)
     rows = []
     for i in track(sorted(placed), description="warm probe"):
         if time.monotonic() - t0 > a.deadline:

@@ -843,15 +843,23 @@ def test_an_honest_kernel_passes_with_stamped_cells_in_uploaded_graphs_and_w_is_
     assert W.intact() and feed.stamp.writes > 0
 
 
-def test_each_output_is_judged_with_the_columns_of_the_cells_its_call_saw_apart():
+def stamped_turn(pool: int, calls: int, compare=None):
+    """A stamped feed over a `FakeW` (its `compare` replaced where given), after one eager turn of
+    `calls` honest calls; returns the feed and W."""
     W = FakeW()
-    feed = stamped_feed(4, weights=W)
-    seen = []
-    feed.compare = lambda got, want, skip=(): (seen.append((got[1], skip)), {"agree": got == want})[1]
+    feed = stamped_feed(pool, weights=W)
+    if compare:
+        feed.compare = compare
     feed.fresh()
-    calls = feed.caller(honest_on(CostClock(), W), checked=True)
-    feed.begin(3, stamp=True)
-    pb.many(calls, 3)
+    call = feed.caller(honest_on(CostClock(), W), checked=True)
+    feed.begin(calls, stamp=True)
+    pb.many(call, calls)
+    return feed, W
+
+
+def test_each_output_is_judged_with_the_columns_of_the_cells_its_call_saw_apart():
+    seen = []
+    feed, W = stamped_turn(4, 3, lambda got, want, skip=(): (seen.append((got[1], skip)), {"agree": got == want})[1])
     feed.check()
     cols = [{c // W.row for c in at} for _, at in feed.wran]   # each write's cells, as columns
     want = {("stamp", nonce): set().union(*cols[:k + 1])
@@ -862,24 +870,14 @@ def test_each_output_is_judged_with_the_columns_of_the_cells_its_call_saw_apart(
 def test_only_a_few_drawn_calls_of_a_pass_set_cells_of_w():
     # review 63: a cell at every call left up to 200 live in a graph turn, and N = 64 outputs almost
     # no column without one; a copy made before any of the drawn calls still fails the last check
-    W = FakeW()
-    feed = stamped_feed(12, weights=W)
-    feed.fresh()
-    calls = feed.caller(honest_on(CostClock(), W), checked=True)
-    feed.begin(10, stamp=True)
-    pb.many(calls, 10)
+    feed, W = stamped_turn(12, 10)
     setting = [at for _, at in feed.wran if at]
     assert len(setting) == fd.CELL_WRITES and len(W.state()) == fd.CELL_WRITES * fd.WPOS
 
 
 def test_a_mode_change_puts_the_cells_back_even_where_w_is_not_rewritten():
     # review 63: eval probes run without a W seed; the last turn's cells stayed in W for good
-    W = FakeW()
-    feed = stamped_feed(4, weights=W)
-    feed.fresh()
-    calls = feed.caller(honest_on(CostClock(), W), checked=True)
-    feed.begin(3, stamp=True)
-    pb.many(calls, 3)
+    feed, W = stamped_turn(4, 3)
     assert not W.intact()
     feed.new_weights()
     assert W.intact()

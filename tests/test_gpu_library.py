@@ -168,7 +168,7 @@ def bench_entries(tmp_path, monkeypatch, kernels: dict[str, str], shape=(256, 51
 
     import cudal2
     from cudal2.library import product_bench as pb
-    flush = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size, dtype=torch.uint8, device="cuda")
+    flush = pb.flush_buffer(torch)
     rows = {}
     for name, path in kernels.items():
         add(tmp_path / name, name, path, *shape)

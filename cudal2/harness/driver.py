@@ -148,11 +148,16 @@ def capture_tail(stream: int) -> int:
     return int(deps[0])
 
 
+def params(args) -> ctypes.Array:
+    """A launch's `kernelParams`: the address of each argument (ctypes values, in order, which the
+    caller keeps alive while the array is used)."""
+    return (ctypes.c_void_p * max(1, len(args)))(*[ctypes.addressof(a) for a in args])
+
+
 def set_kernel_node(graph_exec: int, node: int, func: int, grid: int, block: int, args: list) -> None:
     """Give a kernel node of an instantiated graph new arguments (`args`: ctypes scalars, in order)."""
-    ptrs = (ctypes.c_void_p * len(args))(*[ctypes.addressof(a) for a in args])
     prm = KernelNodeParams(func=func, gridDimX=grid, gridDimY=1, gridDimZ=1, blockDimX=block, blockDimY=1,
-                           blockDimZ=1, sharedMemBytes=0, kernelParams=ptrs)
+                           blockDimZ=1, sharedMemBytes=0, kernelParams=params(args))
     check(lib().cuGraphExecKernelNodeSetParams_v2(ctypes.c_void_p(graph_exec), ctypes.c_void_p(node),
                                                   ctypes.byref(prm)), "cuGraphExecKernelNodeSetParams")
 

@@ -150,7 +150,7 @@ class Module:
                     bufs.append((ctypes.c_char * TMAP_BYTES).from_buffer_copy(raw))
                 else:
                     return 1   # a name this call does not bind (a task's buffer in a GEMM call): invalid value
-            params = (ctypes.c_void_p * max(1, len(bufs)))(*[ctypes.addressof(x) for x in bufs])
+            params = driver.params(bufs)
             config = driver.LaunchConfig(*r.grid, *r.block, r.smem, ctypes.c_void_p(stream))
             if r.cluster != (1, 1, 1):
                 attr = driver.LaunchAttr(id=driver.LAUNCH_ATTR_CLUSTER_DIMENSION)

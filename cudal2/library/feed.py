@@ -169,12 +169,12 @@ class Feed:
         self.calls = 1
         self.kept: list[tuple] = []
         self.snap, self.snaps, self.plan, self.made = snapshot, [], [], 0
-        self.stamp, self.stamping, self.captured = stamp, False, set()
+        self.stamp, self.stamping = stamp, False
         self.cells = cells
         self.wsaved: dict[int, int] = {}       # the turn's drawn cells of W, as they were before it
         self.wqueue: list[tuple[int, ...]] = []   # cells for the turn's writes to come, in order
         self.wran: list[tuple[int, tuple[int, ...]]] = []   # (seq, cells) of the turn's writes that ran
-        self.wcaptured: list[tuple[int, tuple[int, ...]]] = []   # of those captured, not yet committed
+        self.wcaptured: list[tuple[int, int, tuple[int, ...]]] = []   # (seq, tensor, cells) captured, not committed
         self.wseq = 0   # writes made: an output's seq is the last write its call saw
         self.checks = self.failures = self.other_failures = 0
         self.why: dict[bool, dict[str, int]] = {True: {}, False: {}}   # failed checks by kind, by side
@@ -219,8 +219,7 @@ class Feed:
         self.kept, self.calls, self.snaps, self.made = [], calls, [], 0
         self.stamping = stamp and self.stamp is not None
         if self.stamp is not None:   # writes captured by a turn that never committed them never ran
-            self.stamp.drop()        # (a failed or refused graph): forgotten (review 61)
-            self.captured.clear()
+            self.stamp.drop()        # (a failed or refused graph): forgotten (review 61, `_restore_cells`)
         self._restore_cells()
         if self.stamping and self.cells is not None:   # distinct cells, so each changes once a turn
             writers = min(calls, CELL_WRITES)
@@ -257,8 +256,7 @@ class Feed:
             at = self.wqueue.pop(0)
         self.wseq += 1
         if self.stamp.write(j, at):
-            self.captured.add(j)
-            self.wcaptured.append((self.wseq, at))
+            self.wcaptured.append((self.wseq, j, at))
         else:
             self.seeds[j] = STAMPED
             self.wran.append((self.wseq, at))
@@ -266,15 +264,15 @@ class Feed:
     def commit(self) -> None:
         """The writes captured since the last commit are about to run (the graph's timed replay)."""
         self.stamp.commit()
-        for j in self.captured:
+        for seq, j, at in self.wcaptured:
             self.seeds[j] = STAMPED
-        self.captured.clear()
-        self.wran += self.wcaptured
+            self.wran.append((seq, at))
         self.wcaptured.clear()
 
     def _restore_cells(self) -> None:
         """The last turn's cells of W back to what they held before it (the next turn's reference
-        and `weights_intact` find W as it was made)."""
+        and `weights_intact` find W as it was made), and its writes forgotten, those never
+        committed too."""
         if self.wsaved:
             at = list(self.wsaved)
             self.cells.put(at, [self.wsaved[c] for c in at])

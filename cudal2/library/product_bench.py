@@ -557,6 +557,12 @@ def stamp_cost(clock, feed, calls: int, rounds: int = 3) -> float:
     return 1e3 * ms / calls
 
 
+def flush_buffer(torch):
+    """A buffer twice the L2 of the current GPU: zeroing it leaves none of the next call's data in
+    the L2 (the flushed mode's `idle_cold`)."""
+    return torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size, dtype=torch.uint8, device="cuda")
+
+
 def ran(before: dict[str, int], after: dict[str, int], eid: str | None) -> dict:
     """Which entries' kernels ran between two `lib.stats()["hits"]` readings, and whether the call
     counts as our kernel's: the entry a row is for (`eid`) must be among them, so a row can never
@@ -741,11 +747,10 @@ def run(folder: Path, out: Path, rounds: int = 15, calls: int = 50, limit: int =
     todo += [(None, *s) for s in dict.fromkeys(tuple(s) for s in shapes) if s not in have]
     if lib.compiled() is None:
         raise LibraryError("cudal2: the compiled dispatcher is not built; run `cudal2 library build` first")
-    l2 = torch.cuda.get_device_properties(0).L2_cache_size
-    flush = torch.empty(2 * l2, dtype=torch.uint8, device="cuda")
+    flush = flush_buffer(torch)
     if cupy:
         import cupy as cp
-        cflush = cp.empty(2 * l2, dtype=cp.uint8)
+        cflush = cp.empty(flush.numel(), dtype=cp.uint8)
     rows, todo = remaining(todo, out, cupy) if resume else ([], todo)
     out.write_text("".join(json.dumps(r) + "\n" for r in rows))
     from rich.progress import track

@@ -165,6 +165,12 @@ def source() -> str:
     return PRF_SRC + f"#define MAX_BLOCKS {MAX_BLOCKS}\n#define WPOS {WPOS}\n#define CELLS_MAX {CELLS_MAX}\n" + _SRC
 
 
+def _kernel(name: str) -> ctypes.c_void_p:
+    """One of `source()`'s kernels, compiled once (NVRTC), as a CUfunction."""
+    from cudal2.harness import rawkernels
+    return ctypes.c_void_p(rawkernels.function(source(), name).kernel.ptr)
+
+
 class Stamp:
     def __init__(self, ptrs: Sequence[int], elems: int, stream: Callable[[], int], weights: int = 0):
         """`weights`: the device address of W (fp16), whose cells a write may set beside its A
@@ -172,7 +178,7 @@ class Stamp:
         import cupy as cp
         import numpy as np
 
-        from cudal2.harness import driver, rawkernels
+        from cudal2.harness import driver
         self.cp, self.ptrs, self.elems, self.stream, self.driver = cp, list(ptrs), elems, stream, driver
         self.grid = blocks(elems)
         self.keys = cp.asarray(np.frombuffer(secrets.token_bytes(16 * MAX_BLOCKS * len(self.ptrs)), dtype=np.uint64)
@@ -182,7 +188,7 @@ class Stamp:
         # of each tensor's last write that has run (or will, eagerly): its nonce and W's cells it set
         self.nonce: dict[int, tuple[int, tuple[int, ...]]] = {}
         self.pending: dict[int, tuple[int, tuple[int, ...]]] = {}   # captured into a graph not run yet
-        self.fn = ctypes.c_void_p(rawkernels.function(source(), "cudal2_stamp").kernel.ptr)
+        self.fn = _kernel("cudal2_stamp")
         self.cu = driver.lib()
         self.status = ctypes.c_int()
         self.scratch = cp.empty(elems, dtype=cp.float16)
@@ -196,7 +202,7 @@ class Stamp:
         vals = (ctypes.c_void_p(ptr), ctypes.c_longlong(self.elems), ctypes.c_void_p(self.keys[j].data.ptr),
                 ctypes.c_uint64(self.secret), ctypes.c_uint64(0), ctypes.c_void_p(bad), ctypes.c_void_p(weights),
                 Cells())
-        return vals, (ctypes.c_void_p * len(vals))(*[ctypes.addressof(v) for v in vals])
+        return vals, self.driver.params(vals)
 
     def _launch(self, args, nonce: int, at: Sequence[int], stream: int) -> None:
         if len(at) > WPOS:
@@ -253,13 +259,13 @@ class WeightCells:
     def __init__(self, ptr: int, rows: int, row: int, stream: Callable[[], int]):
         import cupy as cp
 
-        from cudal2.harness import driver, rawkernels
+        from cudal2.harness import driver
         self.cp, self.driver, self.stream, self.cu = cp, driver, stream, driver.lib()
         self.count, self.row = rows * row, row
-        self.fn = ctypes.c_void_p(rawkernels.function(source(), "cudal2_cells").kernel.ptr)
+        self.fn = _kernel("cudal2_cells")
         self.out = cp.empty(CELLS_MAX, dtype=cp.uint16)
         self.vals = (ctypes.c_void_p(ptr), ctypes.c_void_p(0), ctypes.c_int(0), CellList())
-        self.args = (ctypes.c_void_p * len(self.vals))(*[ctypes.addressof(v) for v in self.vals])
+        self.args = driver.params(self.vals)
 
     def _launch(self, at, vals, out: int, s: int) -> None:
         self.vals[1].value, self.vals[2].value = out, len(at)
