@@ -832,15 +832,15 @@ def test_a_copy_of_the_weights_kept_through_a_burst_fails_once_each_call_sets_ce
 
 def test_an_honest_kernel_passes_with_stamped_cells_in_uploaded_graphs_and_w_is_as_made_after():
     # each output is checked against W as its call read it (cells set by later calls put back for
-    # its reference), and each turn's cells go back at the next turn
+    # its reference), and each turn's cells go back at the next turn (which, unstamped, sets its own)
     W = FakeW()
     row, feed = honest_rows_with_uploaded_graphs(
         lambda clock, snap: stamped_feed(4, later=clock.later, snapshot=snap, capturing=lambda: clock.capturing,
                                          weights=W), weights=W)
     assert row["graph"] is not None, row.get("graph_error")
     assert row["timed_checks"]["failed"] == 0 and row["timed_checks"]["vendor_failed"] == 0, row["timed_checks"]
-    feed.begin()
-    assert W.intact() and feed.stamp.writes > 0
+    feed.begin()   # the next turn: every earlier cell back, only its own set
+    assert {c for c, _ in W.state()} == set(feed.wset) and feed.stamp.writes > 0
 
 
 def stamped_turn(pool: int, calls: int, compare=None):
@@ -881,3 +881,52 @@ def test_a_mode_change_puts_the_cells_back_even_where_w_is_not_rewritten():
     assert not W.intact()
     feed.new_weights()
     assert W.intact()
+
+
+def lone_copy(clock, W):
+    """bad/zz64's plan, made safe: on unstamped A (the lone flushed calls) it answers from a copy of
+    W made at its first such call (1 ms), reading the smaller copy after (0.875 ms); stamped calls
+    are honest."""
+    kept = {}
+
+    def gemm(a):
+        if isinstance(a.contents, tuple) and a.contents[0] == "stamp":
+            clock.spent += 1.0
+            return ("C", a.contents, W.state())
+        if "w" not in kept:
+            kept["w"] = W.state()
+            clock.spent += 1.0
+        else:
+            clock.spent += 0.875
+        return ("C", a.contents, kept["w"])
+    return gemm
+
+
+def lone_copy_row(cells: bool):
+    clock, W = CostClock(), FakeW()
+    feed = stamped_feed(8, weights=W)
+    feed.cells = W if cells else None
+    feed.fresh()
+    return pb.paced_modes(clock, feed.caller(lone_copy(clock, W), checked=True), feed.caller(honest_on(clock, W)),
+                          rounds=3, calls=8, feed=feed)
+
+
+def test_a_copy_of_the_weights_kept_across_lone_calls_read_as_a_win_while_unstamped_turns_set_no_cells():
+    # the control: review 64's hole (the flushed mode's W never changed)
+    row = lone_copy_row(cells=False)
+    assert row["timed_checks"]["failed"] == 0 and row["flushed"] > 1.1
+
+
+def test_a_copy_of_the_weights_kept_across_lone_calls_fails_once_each_unstamped_turn_sets_cells():
+    row = lone_copy_row(cells=True)
+    assert row["timed_checks"]["failed"] >= row["flushed_rounds"] - 1 and row["timed_checks"]["why"].get("agree", 0) > 0
+
+
+def test_a_cell_an_unstamped_turn_set_must_stay_as_set():
+    W = FakeW()
+    feed = stamped_feed(4, weights=W)
+    feed.fresh()
+    feed.begin()
+    assert len(feed.wset) == fd.WPOS and feed.intact()
+    W.put([next(iter(feed.wset))], [0])   # put back as a copy made before the turn held it
+    assert not feed.intact()

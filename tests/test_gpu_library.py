@@ -332,6 +332,15 @@ def test_the_feeds_reads_and_sets_of_ws_cells_round_trip_more_than_one_launch_of
     assert bool((W.view(-1)[at] == 1.0).all()) and int((W != before).sum()) == int((before.view(-1)[at] != 1.0).sum())
 
 
+def test_a_kernel_that_keeps_a_copy_of_the_weights_across_lone_calls_disagrees_on_the_bench(tmp_path, monkeypatch):
+    # review 64: a 14-bit copy of W read only on unstamped A (the flushed mode, where no stamp ran
+    # and W never changed); each unstamped turn now sets drawn cells of W from the host first
+    rows = bench_entries(tmp_path, monkeypatch, {"lone": "bad/zz64_flushed_weight_memo_14bit.cu"},
+                         shape=(16, 4096, 4096))
+    assert rows["lone"]["kernel_ran"] and rows["lone"]["timed_checks"]["failed"] > 0
+    assert not rows["lone"]["agree"]
+
+
 def test_a_kernel_that_keeps_a_copy_of_the_weights_through_a_burst_disagrees_on_the_bench(tmp_path, monkeypatch):
     # review 60: a 14-bit copy of W rebuilt at each burst's second call (~1.19x cuBLAS's error)
     # passed every check; each stamped call now sets drawn cells of W first

@@ -55,10 +55,13 @@ one small write of A before each eager or graph call, timed, on both sides.
   captured into a graph counts from `commit()` (right before the timed replay), one enqueued at
   once (`restamp`). Where the feed has W's `Cells`, CELL_WRITES stamps of each pass, at drawn
   calls, also set WPOS cells of W, drawn for the turn (distinct): a copy of W kept through a burst
-  of back-to-back calls answers wrong in a whole column (review 60, bad/zz60_burst_repacked_weights_14bit: a 14-bit copy passed
-  every check). Each output is checked against W as its call read it (the cells later writes
-  set hold their earlier values meanwhile), `intact` finds W as made but for the turn's cells,
-  and the next turn (`begin`) puts those back.
+  of back-to-back calls answers wrong in a whole column (review 60,
+  bad/zz60_burst_repacked_weights_14bit: a 14-bit copy passed every check). An unstamped turn
+  (the lone flushed calls) has WPOS cells set from the host at its start, untimed: a copy of W
+  kept across those turns is as wrong (review 64, bad/zz64_flushed_weight_memo_14bit). Each
+  output is checked against W as its call read it (the cells later writes set hold their
+  earlier values meanwhile), `intact` finds W as made but for the turn's cells, and the next
+  turn (`begin`) puts those back.
 
 Does not: time anything, or stop a kernel from keeping state.
 """
@@ -69,7 +72,7 @@ import contextlib
 import random
 from typing import Any, Callable
 
-from cudal2.library.stamp import WPOS
+from cudal2.library.stamp import WPOS, weight_half
 
 CHECKS_PER_ROUND = 4       # outputs of a round compared with the reference: its last, and drawn ones
 KEPT_BYTES = 2 << 30       # outputs a round keeps alive, at most
@@ -175,6 +178,7 @@ class Feed:
         self.wqueue: list[tuple[int, ...]] = []   # cells for the turn's writes to come, in order
         self.wran: list[tuple[int, tuple[int, ...]]] = []   # (seq, cells) of the turn's writes that ran
         self.wcaptured: list[tuple[int, int, tuple[int, ...]]] = []   # (seq, tensor, cells) captured, not committed
+        self.wset: dict[int, int] = {}   # cells of W an unstamped turn set from the host, and their values
         self.wseq = 0   # writes made: an output's seq is the last write its call saw
         self.checks = self.failures = self.other_failures = 0
         self.why: dict[bool, dict[str, int]] = {True: {}, False: {}}   # failed checks by kind, by side
@@ -215,7 +219,8 @@ class Feed:
         made, each pass's apart (a graph's warm-up pass shows nothing of where its capture's copy
         sits); none in a turn of one call. `stamp`: each call of the turn writes its A right
         before it (`Stamper`; where the feed has one): the bench's back-to-back rounds, where a
-        kernel could otherwise read ahead through the pool (review 58)."""
+        kernel could otherwise read ahead through the pool (review 58). With W's `Cells`, the
+        turn's cells are drawn (an unstamped turn's set now)."""
         self.kept, self.calls, self.snaps, self.made = [], calls, [], 0
         self.stamping = stamp and self.stamp is not None
         if self.stamp is not None:   # writes captured by a turn that never committed them never ran
@@ -230,6 +235,13 @@ class Feed:
                 for k, w in enumerate(self.cell_draw.sample(range(calls), writers)):
                     n = (p * writers + k) * WPOS
                     self.wqueue[p * calls + w] = tuple(at[n:n + WPOS])
+        elif self.cells is not None:   # no stamp runs (a lone flushed call): the cells set now, untimed
+            at = self.cell_draw.sample(range(self.cells.count), min(self.cells.count, WPOS))
+            self.wsaved = dict(zip(at, self.cells.get(at)))
+            self.wset = {c: weight_half(self.cell_draw.getrandbits(16)) for c in at}
+            self.cells.put(at, list(self.wset.values()))
+            self.wseq += 1   # a write every call of the turn saw
+            self.wran.append((self.wseq, tuple(at)))
         self.plan = [(self.draw.randrange(calls - 1), self.snap.places(self.draw.getrandbits(63)), self.snap.buffer())
                      for _ in range(PASSES)] if self.snap and calls > 1 else []
 
@@ -276,7 +288,7 @@ class Feed:
         if self.wsaved:
             at = list(self.wsaved)
             self.cells.put(at, [self.wsaved[c] for c in at])
-        self.wsaved, self.wqueue, self.wran, self.wcaptured = {}, [], [], []
+        self.wsaved, self.wqueue, self.wran, self.wcaptured, self.wset = {}, [], [], [], {}
 
     def _cell_columns(self, seq: int) -> frozenset[int]:
         """The output columns that read cells of W set by writes up to `seq`: the checks judge them
@@ -316,7 +328,9 @@ class Feed:
                 return False
             if sd not in (None, STAMPED) and self.matches is not None and not self.matches(a, sd):
                 return False
-        with self._weights_at(-1):   # W but for the turn's stamped cells, which `matches` checked
+        if self.wset and self.cells.get(list(self.wset)) != list(self.wset.values()):
+            return False   # (the cells an unstamped turn set, as set)
+        with self._weights_at(-1):   # W but for the turn's cells, which `matches` and the line above checked
             return self.weights_intact is None or self.weights_intact()
 
     def check(self, untimed: bool = False, last_pass_ran: bool = True) -> None:

@@ -156,6 +156,12 @@ extern "C" __global__ void cudal2_cells(unsigned short* W, unsigned short* out, 
 """
 
 
+def weight_half(h: int) -> int:
+    """The kernel's `weight_half` of a hash word's low 16 bits: an fp16 bit pattern of magnitude 64
+    to 256, either sign (the value the feed sets a cell of W to where no stamp runs)."""
+    return (h & 0x8000) | (0x5800 if (h >> 10) & 1 else 0x5400) | (h & 0x3FF)
+
+
 def blocks(elems: int) -> int:
     return max(1, min(MAX_BLOCKS, math.ceil(elems / PER_BLOCK)))
 
