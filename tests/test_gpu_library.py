@@ -332,13 +332,47 @@ def test_the_feeds_reads_and_sets_of_ws_cells_round_trip_more_than_one_launch_of
     assert bool((W.view(-1)[at] == 1.0).all()) and int((W != before).sum()) == int((before.view(-1)[at] != 1.0).sum())
 
 
-def test_a_kernel_that_keeps_a_copy_of_the_weights_across_lone_calls_disagrees_on_the_bench(tmp_path, monkeypatch):
-    # review 64: a 14-bit copy of W read only on unstamped A (the flushed mode, where no stamp ran
-    # and W never changed); each unstamped turn now sets drawn cells of W from the host first
-    rows = bench_entries(tmp_path, monkeypatch, {"lone": "bad/zz64_flushed_weight_memo_14bit.cu"},
-                         shape=(16, 4096, 4096))
-    assert rows["lone"]["kernel_ran"] and rows["lone"]["timed_checks"]["failed"] > 0
-    assert not rows["lone"]["agree"]
+def lone_turn_after_a_copy(tmp_path, monkeypatch, cells: bool) -> tuple[float, int]:
+    """zz64 made its 14-bit copy of W (lone calls on Gaussian A, as a flushed mode makes them), then
+    one unstamped turn of the bench's feed: the turn's output error against float64 over
+    F.linear's, and the feed's failed checks. `cells` False: the feed as it was before review 64
+    (no cells set in unstamped turns)."""
+    import torch
+
+    import cudal2
+    from cudal2.library import product_bench as pb
+    M, N, K = 16, 4096, 4096
+    add(tmp_path, "lone", "bad/zz64_flushed_weight_memo_14bit.cu", M, N, K)
+    monkeypatch.setattr(cudal2.library, "_default", Library(tmp_path))
+    A, W = pb._torch_inputs(torch, M, N, K)
+    feed = pb.torch_feed(torch, A, W, 1, w_seed=pb._seeds(M, N, K)[1])
+    if not cells:
+        feed.cells = None
+    ours = feed.caller(lambda a: cudal2.linear(a, W), checked=True)
+    for _ in range(25):   # past the kernel's 20 valid calls; nothing between them frees its workspace
+        cudal2.linear(torch.randn(M, K, device="cuda", dtype=torch.float16), W)
+    feed.begin()
+    feed.fresh()
+    out = ours()
+    a = feed.kept[-1][1]
+    exact = a.double() @ W.double().T   # W as the call read it (with the turn's cells, if any)
+    ratio = float((out.double() - exact).norm() / (torch.nn.functional.linear(a, W).double() - exact).norm())
+    feed.check()
+    return ratio, feed.failures
+
+
+def test_a_copy_of_the_weights_kept_across_lone_calls_passes_a_feed_without_unstamped_cells(tmp_path, monkeypatch):
+    # the control: the copy is read (its 14-bit error, ~1.19x F.linear's) and every check passes
+    ratio, failed = lone_turn_after_a_copy(tmp_path, monkeypatch, cells=False)
+    assert 1.1 < ratio < 1.35 and failed == 0, (ratio, failed)
+
+
+def test_a_copy_of_the_weights_kept_across_lone_calls_fails_the_feeds_unstamped_turn(tmp_path, monkeypatch):
+    # review 64 (bad/zz64): each unstamped turn now sets drawn cells of W first, so a copy made
+    # before the turn is wrong in their columns. (On the whole bench at 16x4096x4096 the copy never
+    # reached a flushed turn, with or without the cells: the checks' allocations took its workspace.)
+    ratio, failed = lone_turn_after_a_copy(tmp_path, monkeypatch, cells=True)
+    assert ratio > 10 and failed == 1, (ratio, failed)
 
 
 def test_a_kernel_that_keeps_a_copy_of_the_weights_through_a_burst_disagrees_on_the_bench(tmp_path, monkeypatch):
