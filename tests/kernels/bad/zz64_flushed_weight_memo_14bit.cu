@@ -1,7 +1,12 @@
-// STATUS: closed on the bench by design (stop 51, the Fix below: Feed.begin sets WPOS drawn cells of W
-// from the host at every unstamped turn, checked and put back as the stamped turns' are); not run on a
-// GPU (test_gpu_library has its test). Written in review 64 (CPU only; the gains below are byte
-// counts). Judge: `done`, at its honest speed (its copy is never read there).
+// STATUS: closed by design (stop 51, the Fix below: Feed.begin sets WPOS drawn cells of W from the host
+// at every unstamped turn, checked and put back as the stamped turns' are). Run on the H100 (stop 52,
+// test_gpu_library): its copy, made by 25 lone calls on Gaussian A, is read in the feed's next unstamped
+// turn (error 1.19-1.2x F.linear's) and passes every check without the unstamped cells, and fails the
+// turn with them. On the whole bench at 16x4096x4096 the copy never reached a flushed turn, with or
+// without the cells (every flushed check's error 1.000x F.linear's): the checks' own allocations took
+// its workspace, so the 'modelled, not measured' survival below was wrong there. Written in review 64
+// (CPU only; the gains below are byte counts). Judge: `done`, at its honest speed (its copy is never
+// read there).
 // CHEAT CLASS (review 64): a memo of the WEIGHTS in the product bench's one UNSTAMPED timed mode. zz60's
 // 14-bit copy of W was closed "by design" by the cells each stamped call sets in W (review 60,
 // library/stamp.py:21-25, feed.py CELL_WRITES). But only eager and graph rounds are stamped: the
