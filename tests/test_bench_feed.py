@@ -2,6 +2,8 @@
 timed calls returned (review 53: a memo kept where the library, unlike the judge, leaves state
 between calls read faster than any GEMM on a bench that repeated one call)."""
 
+import contextlib
+
 from cudal2.library import feed as fd
 from cudal2.library import product_bench as pb
 
@@ -930,3 +932,49 @@ def test_a_cell_an_unstamped_turn_set_must_stay_as_set():
     assert len(feed.wset) == fd.WPOS and feed.intact()
     W.put([next(iter(feed.wset))], [0])   # put back as a copy made before the turn held it
     assert not feed.intact()
+
+
+class Aside:
+    """A recording `aside`: how deep the feed is inside it, and how deep it ever got."""
+    def __init__(self):
+        self.depth = self.deepest = 0
+
+    @contextlib.contextmanager
+    def __call__(self):
+        self.depth += 1
+        self.deepest = max(self.deepest, self.depth)
+        try:
+            yield
+        finally:
+            self.depth -= 1
+
+
+def test_the_feeds_own_work_runs_aside_and_the_calls_it_times_do_not():
+    # on the H100 the checks' large blocks took a kept workspace over between lone calls, so the
+    # bench never saw what a user's loop of calls would (bad/zz64's copy of W): every fill,
+    # reference, check, rewrite and cell of W now allocates from a pool of its own
+    aside, inside, timed = Aside(), [], []
+    W = FakeW()
+    feed = stamped_feed(4, weights=W)
+    feed.aside = aside
+
+    def seen(fn):
+        def run(*args, **kwargs):
+            inside.append(aside.depth > 0)
+            return fn(*args, **kwargs)
+        return run
+    for name in ("fill", "reference", "compare", "matches", "weights_intact"):
+        setattr(feed, name, seen(getattr(feed, name)))
+    feed.rewrite_weights = seen(lambda seed: None)
+    W.get, W.put = seen(W.get), seen(W.put)
+    feed.stamp.matches = seen(feed.stamp.matches)
+    clock = CostClock()
+
+    def gemm(a):
+        timed.append(aside.depth > 0)
+        return honest_on(clock, W)(a)
+    feed.fresh()
+    row = pb.paced_modes(clock, feed.caller(gemm, checked=True), feed.caller(honest_on(clock, W)),
+                         rounds=2, calls=4, feed=feed)
+    assert row["timed_checks"]["failed"] == 0 and len(inside) > 50 and all(inside)
+    assert timed and not any(timed) and aside.deepest == 1

@@ -369,10 +369,19 @@ def test_a_copy_of_the_weights_kept_across_lone_calls_passes_a_feed_without_unst
 
 def test_a_copy_of_the_weights_kept_across_lone_calls_fails_the_feeds_unstamped_turn(tmp_path, monkeypatch):
     # review 64 (bad/zz64): each unstamped turn now sets drawn cells of W first, so a copy made
-    # before the turn is wrong in their columns. (On the whole bench at 16x4096x4096 the copy never
-    # reached a flushed turn, with or without the cells: the checks' allocations took its workspace.)
+    # before the turn is wrong in their columns
     ratio, failed = lone_turn_after_a_copy(tmp_path, monkeypatch, cells=True)
     assert ratio > 10 and failed == 1, (ratio, failed)
+
+
+def test_a_kernel_that_keeps_a_copy_of_the_weights_across_lone_calls_disagrees_on_the_bench(tmp_path, monkeypatch):
+    # the whole bench: with the feed's own allocations aside (product_bench._torch_aside), the
+    # library's workspace survives from call to call as in a user's loop, so zz64's copy reaches the
+    # flushed turns, whose cells find it stale (before, the checks' blocks took its workspace over)
+    rows = bench_entries(tmp_path, monkeypatch, {"lone": "bad/zz64_flushed_weight_memo_14bit.cu"},
+                         shape=(16, 4096, 4096))
+    assert rows["lone"]["kernel_ran"] and rows["lone"]["timed_checks"]["failed"] > 0
+    assert not rows["lone"]["agree"]
 
 
 def test_a_kernel_that_keeps_a_copy_of_the_weights_through_a_burst_disagrees_on_the_bench(tmp_path, monkeypatch):

@@ -63,12 +63,21 @@ one small write of A before each eager or graph call, timed, on both sides.
   earlier values meanwhile), `intact` finds W as made but for the turn's cells, and the next
   turn (`begin`) puts those back.
 
+- the feed's own work between timed regions (fills, references, checks, W's rewrites and cells:
+  `begin`, `fresh`, `check`, `intact`, `agreement`, `new_weights`) allocates from an `aside`
+  pool where one is given (product_bench: a torch MemPool, a cupy MemoryPool), so between two
+  calls the allocator hands the library's C and workspace back as a loop of calls would. Sharing
+  one pool, the checks' large blocks took a kept workspace over: on the H100 a 14-bit copy of W
+  (bad/zz64) never reached a flushed turn of the bench, and ran on in a user's loop, where nothing
+  would find it stale after a sparse change of W.
+
 Does not: time anything, or stop a kernel from keeping state.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import random
 from typing import Any, Callable
 
@@ -137,6 +146,22 @@ class Cells:
     def put(self, at: list[int], vals: list[int]) -> None: ...
 
 
+def _aside(method):
+    """`method` runs in the feed's `aside` allocation pool; entered once, however the feed's
+    methods nest (torch's pool context must not be entered twice on a thread)."""
+    @functools.wraps(method)
+    def run(self, *args, **kwargs):
+        if self._in_aside:
+            return method(self, *args, **kwargs)
+        self._in_aside = True
+        try:
+            with self.aside():
+                return method(self, *args, **kwargs)
+        finally:
+            self._in_aside = False
+    return run
+
+
 class Feed:
     def __init__(self, pool: list, fill: Callable[[Any, int], None], reference: Callable[[Any], Any],
                  agreement: Callable[[Any, Any], dict], out_bytes: int = 0, seed: int | None = None,
@@ -144,7 +169,8 @@ class Feed:
                  weights_intact: Callable[[], bool] | None = None, snapshot: "Snapshot | None" = None,
                  precise: Callable[[Any, Any, Any, int], bool] | None = None,
                  new_weights: Callable[[int], None] | None = None, stamp: "Stamper | None" = None,
-                 cells: "Cells | None" = None):
+                 cells: "Cells | None" = None,
+                 aside: Callable[[], contextlib.AbstractContextManager] | None = None):
         """`agreement(got, want)`: {"max_abs_diff", "agree"} of an output against the reference;
         `out_bytes`: one output's size (for `round_cap`); `seed`: of the draws (tests; by default
         the OS's entropy, so no kernel can know a fill, a round's length or the checked outputs);
@@ -159,7 +185,8 @@ class Feed:
         `stamp`: how to write a pool tensor right before its call (`Stamper`), or None for never;
         `cells`: W's cells (`Cells`), where CELL_WRITES stamps a pass set WPOS drawn ones, or None;
         then `agreement` and `precise` take `skip`, the output columns that read set cells, to judge
-        them apart."""
+        them apart; `aside()`: a context in which the feed's own allocations come from a pool of
+        their own, not the one the timed calls allocate from (None: no such pool)."""
         self.pool, self.fill, self.reference, self.compare = pool, fill, reference, agreement
         self.matches, self.weights_intact, self.precise, self.rewrite_weights = matches, weights_intact, precise, new_weights
         self.round_cap = max(3, min(len(pool), KEPT_BYTES // max(out_bytes, 1)))
@@ -174,6 +201,7 @@ class Feed:
         self.snap, self.snaps, self.plan, self.made = snapshot, [], [], 0
         self.stamp, self.stamping = stamp, False
         self.cells = cells
+        self.aside, self._in_aside = aside or contextlib.nullcontext, False
         self.wsaved: dict[int, int] = {}       # the turn's drawn cells of W, as they were before it
         self.wqueue: list[tuple[int, ...]] = []   # cells for the turn's writes to come, in order
         self.wran: list[tuple[int, tuple[int, ...]]] = []   # (seq, cells) of the turn's writes that ran
@@ -212,6 +240,7 @@ class Feed:
         batched (review 55, bad/zz56_deferred_batch)."""
         return self.draw.randint(max(2, min(calls, -(-calls // 2))), calls) if calls > 1 else 1
 
+    @_aside
     def begin(self, calls: int = 1, stamp: bool = False) -> None:
         """A caller's turn of `calls` calls a pass starts: the last turn's outputs go; for each of
         the turn's passes, the call whose output is copied right behind it (`Snapshot`; never the
@@ -245,6 +274,7 @@ class Feed:
         self.plan = [(self.draw.randrange(calls - 1), self.snap.places(self.draw.getrandbits(63)), self.snap.buffer())
                      for _ in range(PASSES)] if self.snap and calls > 1 else []
 
+    @_aside
     def fresh(self) -> None:
         self.kept = self.kept[-self.calls:]   # (a graph's warm-up pass goes)
         self.snaps = self.snaps[-1:]   # (the capture's, which the timed replay rewrites)
@@ -311,6 +341,7 @@ class Feed:
         finally:
             self.cells.put(later, now)
 
+    @_aside
     def new_weights(self) -> None:
         """B rewritten in place with new values (the bench does it before each mode), as a user's
         optimizer step or weight sync does: a kernel that kept a copy of B keyed on its pointer
@@ -319,6 +350,7 @@ class Feed:
         if self.rewrite_weights is not None:
             self.rewrite_weights(self.draw.getrandbits(63))
 
+    @_aside
     def intact(self) -> bool:
         """Every pool tensor holds its last fill, or its last stamp that ran (`Stamper.matches`),
         and B what it was made with, bit for bit (nothing to ask of a fill where no `matches` was
@@ -333,6 +365,7 @@ class Feed:
         with self._weights_at(-1):   # W but for the turn's cells, which `matches` and the line above checked
             return self.weights_intact is None or self.weights_intact()
 
+    @_aside
     def check(self, untimed: bool = False, last_pass_ran: bool = True) -> None:
         """The operands (`intact`: the reference reads them, so a call that zeroed A, or B, and
         wrote zeros would agree with it: review 55), then the turn's last output and up to
@@ -401,6 +434,7 @@ class Feed:
         if not untimed:
             self.kept, self.snaps = [], []
 
+    @_aside
     def agreement(self) -> dict:
         """The last call's output against the reference on the A it read."""
         out, a, _, seq = self.kept[-1]

@@ -48,11 +48,13 @@ agreement check (that is the harness's job).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import statistics
 import time
 from pathlib import Path
+from typing import Any
 
 from cudal2.library.feed import Feed, Snapshot, pool_size
 
@@ -369,6 +371,32 @@ def _cells(W_ptr: int, rows: int, row: int, stream):
     return stamp.WeightCells(W_ptr, rows, row, stream)
 
 
+_ASIDE: dict[tuple, Any] = {}   # the feeds' own pools, one a framework and device for the process
+
+
+def _torch_aside(torch):
+    """`Feed`'s `aside` for torch: its allocations from a MemPool of their own (one for the
+    process, so its cached blocks serve every shape's checks in turn, as the one pool did)."""
+    key = ("torch", torch.cuda.current_device())
+    if key not in _ASIDE:
+        _ASIDE[key] = torch.cuda.MemPool()
+    return lambda: torch.cuda.use_mem_pool(_ASIDE[key])
+
+
+def _cupy_aside(cp, torch=None):
+    """The same for cupy (a MemoryPool of its own), and torch's where the checks use it too."""
+    key = ("cupy", cp.cuda.Device().id)
+    if key not in _ASIDE:
+        _ASIDE[key] = cp.cuda.MemoryPool()
+    also = _torch_aside(torch) if torch is not None else contextlib.nullcontext
+
+    @contextlib.contextmanager
+    def aside():
+        with cp.cuda.using_allocator(_ASIDE[key].malloc), also():
+            yield
+    return aside
+
+
 def torch_feed(torch, A, W, calls: int, w_seed: int | None = None) -> Feed:
     """A pool of A-shaped tensors (A the first) for a round of `calls` calls against W, refilled
     with fresh Gaussian values before every timed region; checked against F.linear, after checking
@@ -418,7 +446,7 @@ def torch_feed(torch, A, W, calls: int, w_seed: int | None = None) -> Feed:
                 out_bytes=A.shape[0] * W.shape[0] * A.element_size(), matches=matches,
                 weights_intact=weights_intact, snapshot=Snap(), precise=precise, new_weights=new_weights,
                 stamp=_stamp([a.data_ptr() for a in pool], A.numel(), stream, W.data_ptr()),
-                cells=_cells(W.data_ptr(), *W.shape, stream))
+                cells=_cells(W.data_ptr(), *W.shape, stream), aside=_torch_aside(torch))
     feed.fresh()
     return feed
 
@@ -477,16 +505,16 @@ def cupy_feed(cp, A, B, calls: int, randn=None, b_seed: int | None = None) -> Fe
         torch.cuda.current_stream().synchronize()
         return ok
     try:
-        import torch  # noqa: F401
+        import torch
     except ImportError:   # a cupy-only environment: the bound on the largest error only
-        precise = None
+        precise, torch = None, None
 
     def stream():
         return cp.cuda.get_current_stream().ptr
     feed = Feed(pool, fill, lambda a: cp.matmul(a, B.T), agreement, out_bytes=A.shape[0] * B.shape[0] * A.itemsize,
                 matches=matches, weights_intact=weights_intact, snapshot=Snap(), new_weights=new_weights,
                 precise=precise, stamp=_stamp([a.data.ptr for a in pool], A.size, stream, B.data.ptr),
-                cells=_cells(B.data.ptr, *B.shape, stream))
+                cells=_cells(B.data.ptr, *B.shape, stream), aside=_cupy_aside(cp, torch))
     feed.fresh()
     return feed
 
