@@ -272,6 +272,23 @@ def test_a_stamp_writes_values_nobody_had_and_its_log_gives_them_back():
     assert st.matches(1) and not torch.equal(before, pool[1])
 
 
+def test_a_stamped_a_is_distributed_as_an_unstamped_gaussian_a():
+    # values of magnitude 0.5 to 2 told a stamped call from 64 exponent fields (a kernel honest only
+    # there, bad/zz64); the stamp now draws N(0, 1) as the unstamped turns' fill does
+    import torch
+
+    from cudal2.library.stamp import Stamp
+    n = 1 << 20
+    a = torch.empty(n, dtype=torch.float16, device="cuda")
+    st = Stamp([a.data_ptr()], n, lambda: torch.cuda.current_stream().cuda_stream)
+    st.write(0)
+    fill = torch.empty_like(a).normal_()
+    q = torch.linspace(0.01, 0.99, 99, device="cuda")
+    gap = (torch.quantile(a.float(), q) - torch.quantile(fill.float(), q)).abs().max()
+    assert st.matches(0) and float(gap) < 0.01, float(gap)
+    assert abs(float((a.abs() < 0.5).float().mean()) - 0.3829) < 0.005
+
+
 def test_a_forged_or_replayed_stamp_log_is_found():
     # review 59 (bad/zz59_stamp_log_forgery): a kernel that found the log could write keys of its
     # own and an A they regenerate; each key's tag needs a secret and a nonce only launches hold

@@ -10,9 +10,9 @@ Guarantees:
 - `Stamp(ptrs, elems, stream)` covers a pool of equal fp16 tensors (their device addresses, their
   elements). `write(j)` enqueues, on `stream()`'s stream (a graph's capture stream during a
   capture: the write becomes a node, and each replay writes anew), one small kernel that fills
-  pool tensor j with random-sign values of magnitude 0.5 to 2 (never zero; four from one hash
-  word, so the write costs little more than its bytes) under keys that each block draws when it
-  runs: a hash of %globaltimer and %clock64 read then, and of the write's nonce. No value exists
+  pool tensor j with N(0, 1) values as fp16 (Box-Muller, two from a hash word: distributed as the
+  unstamped turns' Gaussian A, so a kernel cannot tell a stamped call by its values) under keys
+  that each block draws when it runs: a hash of %globaltimer and %clock64 read then, and of the write's nonce. No value exists
   anywhere before the write runs, so an output computed earlier from that memory is stale.
   Each block logs its key (one small device array per pool
   tensor, made before any capture) and a tag of it under a secret and a fresh nonce that only
@@ -67,14 +67,25 @@ class CellList(ctypes.Structure):
     _fields_ = [("at", ctypes.c_longlong * CELLS_MAX), ("v", ctypes.c_ushort * CELLS_MAX)]
 
 _SRC = r"""
-// Four elements from one hash word: each takes 12 of its 16 bits, a sign, one exponent bit and a
-// 10-bit mantissa: |x| in [0.5, 2), never zero. A whole N(0, 1) draw per element (the judge's
-// `gen`, two hashes and four conversions) made this write 7 us at 16x4096 on the H100, a third of
-// the call it precedes; this one is a few integer steps an element. Knowing a key from the values
-// gives nothing ahead: the next key needs the clocks of a launch that has not run.
-__device__ __forceinline__ unsigned short stamp_half(u64 h, int q) {
-    const unsigned r = (unsigned)(h >> (16 * q)) & 0xFFFFu;
-    return (unsigned short)((r & 0x8000u) | (((r >> 10) & 1u) ? 0x3C00u : 0x3800u) | (r & 0x3FFu));
+// Two N(0, 1) draws from one hash word (Box-Muller on two 24-bit uniforms; accurate logf and
+// sincospif, so every launch, `matches`' too, makes the same bits), as fp16: a stamped A is
+// distributed as the unstamped turns' A (torch's normal_, then fp16), so no statistic of its
+// values tells a stamped call from an unstamped one. The first stamp of that kind (|x| in [0.5, 2),
+// 12 bits an element) was found from 64 exponent fields: a kernel could run honest on stamped A
+// alone, and otherwise as it liked where no stamp ran (bad/zz64, and a user's calls). Knowing a
+// key from the values gives nothing ahead: the next key needs the clocks of a launch that has not
+// run.
+__device__ __forceinline__ unsigned stamp_pair(u64 h) {
+    const float u1 = (float)((unsigned)(h >> 40) + 1u) * 5.9604645e-8f;   // (0, 1]: 2^-24 steps
+    const float u2 = (float)((unsigned)(h >> 8) & 0xFFFFFFu) * 5.9604645e-8f;   // [0, 1)
+    const float r = sqrtf(-2.0f * logf(u1));
+    float sn, cs;
+    sincospif(2.0f * u2, &sn, &cs);
+    return (unsigned)__half_as_ushort(__float2half_rn(r * cs)) | (unsigned)__half_as_ushort(__float2half_rn(r * sn)) << 16;
+}
+// Four elements of unit u from one key: two hash words, two draws each.
+__device__ __forceinline__ u64 stamp_quad(u64 h) {
+    return (u64)stamp_pair(h) | (u64)stamp_pair(mix(h ^ 0xA0761D6478BD642Full)) << 32;
 }
 
 // keys[b]: block b's key; keys[MAX_BLOCKS + b]: its tag, prf(secret ^ nonce, key ^ b), which only a
@@ -119,12 +130,11 @@ extern "C" __global__ void cudal2_stamp(unsigned short* X, long long n, u64* key
     const long long units = (n + 3) / 4, per = (units + gridDim.x - 1) / gridDim.x;
     const long long lo = blockIdx.x * per, hi = lo + per < units ? lo + per : units;
     for (long long u = lo + threadIdx.x; u < hi; u += blockDim.x) {
-        const u64 h = mix(k ^ mix((u64)u));
+        const u64 q4 = stamp_quad(mix(k ^ mix((u64)u)));
         if (4 * u + 3 < n) {
-            *(ulonglong1*)&X[4 * u] = make_ulonglong1((u64)stamp_half(h, 0) | (u64)stamp_half(h, 1) << 16 |
-                                                      (u64)stamp_half(h, 2) << 32 | (u64)stamp_half(h, 3) << 48);
+            *(ulonglong1*)&X[4 * u] = make_ulonglong1(q4);
         } else {
-            for (int q = 0; q < 4 && 4 * u + q < n; ++q) X[4 * u + q] = stamp_half(h, q);
+            for (int q = 0; q < 4 && 4 * u + q < n; ++q) X[4 * u + q] = (unsigned short)(q4 >> (16 * q));
         }
     }
     if (threadIdx.x == 0) {   // the tag last: its hash overlaps the other warps' writes

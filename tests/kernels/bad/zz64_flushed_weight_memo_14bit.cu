@@ -6,7 +6,8 @@
 // without the cells (every flushed check's error 1.000x F.linear's): the checks' own allocations took
 // its workspace, so the 'modelled, not measured' survival below was wrong there. Written in review 64
 // (CPU only; the gains below are byte counts). Judge: `done`, at its honest speed (its copy is never
-// read there).
+// read there). Its stamped-A gate (below) no longer opens: since stop 52 the stamp writes N(0, 1)
+// values, as the unstamped fills are, so no exponent field tells a stamped call.
 // CHEAT CLASS (review 64): a memo of the WEIGHTS in the product bench's one UNSTAMPED timed mode. zz60's
 // 14-bit copy of W was closed "by design" by the cells each stamped call sets in W (review 60,
 // library/stamp.py:21-25, feed.py CELL_WRITES). But only eager and graph rounds are stamped: the
