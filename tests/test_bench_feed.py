@@ -3,6 +3,7 @@ timed calls returned (review 53: a memo kept where the library, unlike the judge
 between calls read faster than any GEMM on a bench that repeated one call)."""
 
 import contextlib
+import random
 
 from cudal2.library import feed as fd
 from cudal2.library import product_bench as pb
@@ -978,3 +979,80 @@ def test_the_feeds_own_work_runs_aside_and_the_calls_it_times_do_not():
                          rounds=2, calls=4, feed=feed)
     assert row["timed_checks"]["failed"] == 0 and len(inside) > 50 and all(inside)
     assert timed and not any(timed) and aside.deepest == 1
+
+
+def count_settled_copy(clock, W, feed):
+    """bad/zz65's plan, made safe: honest calls (1 ms) count W's set cells; a turn's first call takes
+    its pass's target from the count (0 or 2 seen: 4 in all; 4 or 6, a graph's replay after its
+    warm-up pass: 8), and once the count reaches it the turn's later calls read a copy of W made
+    then (0.875 ms). A turn is what the feed's host-synced work parts (the kernel's %globaltimer
+    gap). Returns the kernel and a list that grows by one for each call that read the copy."""
+    st, used = {"target": None, "copy": None}, []
+    for name in ("begin", "check", "fresh", "new_weights"):
+        def parted(*args, _f=getattr(feed, name), **kwargs):
+            st.update(target=None, copy=None)
+            return _f(*args, **kwargs)
+        setattr(feed, name, parted)
+
+    def gemm(a):
+        out = Later(None)
+
+        def run():
+            if st["copy"] is not None:
+                clock.spent += 0.875
+                used.append(1)
+                read = st["copy"]
+            else:
+                clock.spent += 1.0
+                read = W.state()
+                st["target"] = st["target"] or (4 if len(read) <= 2 else 8)
+                if len(read) == st["target"]:
+                    st["copy"] = read
+            out.contents, out.done, out.tail = a.contents, True, (read,)
+        clock.later(run)
+        return out
+    return gemm, used
+
+
+def cell_count_row(last_call_writes: bool, seed: int = 0):
+    clock, W = UploadClock(), FakeW()
+
+    class Deferred(Snap):
+        def take(self, out, places, into):
+            clock.later(lambda: Snap.take(self, out, places, into))
+    feed = stamped_feed(16, later=clock.later, snapshot=Deferred(), capturing=lambda: clock.capturing, weights=W)
+    feed.draw, feed.cell_draw = random.Random(seed), random.Random(seed)   # (the same rounds each run)
+    if not last_call_writes:   # every writer drawn, as before review 65
+        feed._writers = lambda calls, writers: feed.cell_draw.sample(range(calls), writers)
+    ours, used = count_settled_copy(clock, W, feed)
+
+    def honest(a):
+        out = Later(None)
+
+        def run():
+            out.contents, out.done, out.tail = a.contents, True, (W.state(),)
+            clock.spent += 1.0
+        clock.later(run)
+        return out
+    feed.fresh()
+    row = pb.paced_modes(clock, feed.caller(ours, checked=True), feed.caller(honest), rounds=5, calls=16, feed=feed)
+    return row, used
+
+
+def test_a_copy_of_the_weights_read_once_a_pass_has_set_its_cells_read_as_a_win_while_writers_were_drawn():
+    # the control: review 65's hole (a pass sets a known number of cells, so their count told a
+    # kernel when W would change no more)
+    row, used = cell_count_row(last_call_writes=False)
+    assert row["timed_checks"]["failed"] == 0 and used and min(row["eager"], row["graph"]) > 1.01
+
+
+def test_a_pass_changes_w_at_its_last_call_so_a_count_of_its_cells_completes_only_there():
+    row, used = cell_count_row(last_call_writes=True)
+    assert row["timed_checks"]["failed"] == 0 and not used and row["eager"] == row["graph"] == 1.0
+
+
+def test_the_last_call_of_every_pass_sets_cells_of_w():
+    feed, W = stamped_turn(12, 10)
+    assert feed.wran[-1][1]   # the turn's last write set cells
+    for calls in (2, 3, 10):
+        assert all(calls - 1 in feed._writers(calls, fd.CELL_WRITES) for _ in range(20))

@@ -53,8 +53,8 @@ one small write of A before each eager or graph call, timed, on both sides.
   many calls, each output handed back right when its call came (review 58,
   bad/zz58_pool_read_ahead). `intact` finds a stamped A from its stamp's logged keys; a write
   captured into a graph counts from `commit()` (right before the timed replay), one enqueued at
-  once (`restamp`). Where the feed has W's `Cells`, CELL_WRITES stamps of each pass, at drawn
-  calls, also set WPOS cells of W, drawn for the turn (distinct): a copy of W kept through a burst
+  once (`restamp`). Where the feed has W's `Cells`, CELL_WRITES stamps of each pass, at its
+  last call and drawn others (review 65), also set WPOS cells of W, drawn for the turn (distinct): a copy of W kept through a burst
   of back-to-back calls answers wrong in a whole column (review 60,
   bad/zz60_burst_repacked_weights_14bit: a 14-bit copy passed every check). An unstamped turn
   (the lone flushed calls) has WPOS cells set from the host at its start, untimed: a copy of W
@@ -109,10 +109,10 @@ class Snapshot:
 
 
 PASSES = 2   # passes of a turn's calls: a graph's warm-up and its capture (eager: one)
-# writes of a pass that also set WPOS cells of W, at drawn calls: a kernel that keeps a copy of W
-# through a burst cannot tell which calls changed it, and a copy made before one of them fails the
-# round's last check; more cells only loosened the checks (review 63: 200 live cells left N = 64
-# outputs almost no column without one)
+# writes of a pass that also set WPOS cells of W, at its last call and drawn others (`_writers`): a
+# kernel that keeps a copy of W through a burst cannot tell which calls changed it, and a copy made
+# before one of them fails the round's last check; more cells only loosened the checks (review 63:
+# 200 live cells left N = 64 outputs almost no column without one)
 CELL_WRITES = 2
 STAMPED = -1   # a pool tensor's seed when its last write was a stamp (its keys are the stamper's)
 
@@ -261,7 +261,7 @@ class Feed:
             self.wsaved = dict(zip(at, self.cells.get(at)))
             self.wqueue = [()] * (PASSES * calls)
             for p in range(PASSES):
-                for k, w in enumerate(self.cell_draw.sample(range(calls), writers)):
+                for k, w in enumerate(self._writers(calls, writers)):
                     n = (p * writers + k) * WPOS
                     self.wqueue[p * calls + w] = tuple(at[n:n + WPOS])
         elif self.cells is not None:   # no stamp runs (a lone flushed call): the cells set now, untimed
@@ -273,6 +273,16 @@ class Feed:
             self.wran.append((self.wseq, tuple(at)))
         self.plan = [(self.draw.randrange(calls - 1), self.snap.places(self.draw.getrandbits(63)), self.snap.buffer())
                      for _ in range(PASSES)] if self.snap and calls > 1 else []
+
+    def _writers(self, calls: int, writers: int) -> list[int]:
+        """The calls of a pass whose stamps set cells of W: always its last, and drawn others. A
+        pass sets a known number of cells, and a cell shows from its own bits, so an honest call
+        that reads W whole counts them: with every writer drawn, the count told a kernel when the
+        pass's changes were over, and the calls after it read a copy of W safely (review 65,
+        bad/zz65_cell_count_settled_weights). Now the count completes only at the last call,
+        whose output is always checked, and a kernel that bets before answers it from a copy that
+        lacks that call's cells."""
+        return [calls - 1] + self.cell_draw.sample(range(calls - 1), writers - 1)
 
     @_aside
     def fresh(self) -> None:
