@@ -387,6 +387,8 @@ _ASIDE: dict[tuple, Any] = {}   # the feeds' own pools, one a framework and devi
 def _torch_aside(torch):
     """`Feed`'s `aside` for torch: its allocations from a MemPool of their own (one for the
     process, so its cached blocks serve every shape's checks in turn, as the one pool did)."""
+    if not hasattr(torch.cuda, "use_mem_pool"):
+        raise RuntimeError(f"cudal2: the product bench needs torch.cuda.use_mem_pool, which torch {torch.__version__} lacks (2.7 has it)")
     key = ("torch", torch.cuda.current_device())
     if key not in _ASIDE:
         _ASIDE[key] = torch.cuda.MemPool()
