@@ -54,8 +54,9 @@ one small write of A before each eager or graph call, timed, on both sides.
   bad/zz58_pool_read_ahead). `intact` finds a stamped A from its stamp's logged keys; a write
   captured into a graph counts from `commit()` (right before the timed replay), one enqueued at
   once (`restamp`). Where the feed has W's `Cells`, CELL_WRITES stamps of each pass, at its
-  last call and drawn others (review 65), also set WPOS cells of W, drawn for the turn (distinct): a copy of W kept through a burst
-  of back-to-back calls answers wrong in a whole column (review 60,
+  last call and drawn others (review 65), also set WPOS cells of W, drawn for the turn
+  (distinct): a copy of W kept through a burst of back-to-back calls answers wrong in a whole
+  column (review 60,
   bad/zz60_burst_repacked_weights_14bit: a 14-bit copy passed every check). An unstamped turn
   (the lone flushed calls) has WPOS cells set from the host at its start, untimed: a copy of W
   kept across those turns is as wrong (review 64, bad/zz64_flushed_weight_memo_14bit). Each
