@@ -388,7 +388,8 @@ def _torch_aside(torch):
     """`Feed`'s `aside` for torch: its allocations from a MemPool of their own (one for the
     process, so its cached blocks serve every shape's checks in turn, as the one pool did)."""
     if not hasattr(torch.cuda, "use_mem_pool"):
-        raise RuntimeError(f"cudal2: the product bench needs torch.cuda.use_mem_pool, which torch {torch.__version__} lacks (2.7 has it)")
+        raise RuntimeError(f"cudal2: the product bench needs torch.cuda.use_mem_pool, which torch "
+                           f"{torch.__version__} lacks (2.7 has it)")
     key = ("torch", torch.cuda.current_device())
     if key not in _ASIDE:
         _ASIDE[key] = torch.cuda.MemPool()

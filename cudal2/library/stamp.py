@@ -81,7 +81,8 @@ __device__ __forceinline__ unsigned stamp_pair(u64 h) {
     const float r = sqrtf(-2.0f * logf(u1));
     float sn, cs;
     sincospif(2.0f * u2, &sn, &cs);
-    return (unsigned)__half_as_ushort(__float2half_rn(r * cs)) | (unsigned)__half_as_ushort(__float2half_rn(r * sn)) << 16;
+    return (unsigned)__half_as_ushort(__float2half_rn(r * cs)) |
+           (unsigned)__half_as_ushort(__float2half_rn(r * sn)) << 16;
 }
 // Four elements of unit u from one key: two hash words, two draws each.
 __device__ __forceinline__ u64 stamp_quad(u64 h) {
