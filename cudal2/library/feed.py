@@ -53,9 +53,9 @@ one small write of A before each eager or graph call, timed, on both sides.
   many calls, each output handed back right when its call came (review 58,
   bad/zz58_pool_read_ahead). `intact` finds a stamped A from its stamp's logged keys; a write
   captured into a graph counts from `commit()` (right before the timed replay), one enqueued at
-  once (`restamp`). Where the feed has W's `Cells`, CELL_WRITES stamps of each pass, at its
-  last call and drawn others (review 65), also set WPOS cells of W, drawn for the turn
-  (distinct): a copy of W kept through a burst of back-to-back calls answers wrong in a whole
+  once (`restamp`). Where the feed has W's `Cells`, its last call's stamp and each other
+  one's by chance (CELL_WRITES a pass on average: reviews 65 and 66) also set WPOS cells of W,
+  drawn for the turn (distinct): a copy of W kept through a burst of back-to-back calls answers wrong in a whole
   column (review 60,
   bad/zz60_burst_repacked_weights_14bit: a 14-bit copy passed every check). An unstamped turn
   (the lone flushed calls) has WPOS cells set from the host at its start, untimed: a copy of W
@@ -110,10 +110,11 @@ class Snapshot:
 
 
 PASSES = 2   # passes of a turn's calls: a graph's warm-up and its capture (eager: one)
-# writes of a pass that also set WPOS cells of W, at its last call and drawn others (`_writers`): a
-# kernel that keeps a copy of W through a burst cannot tell which calls changed it, and a copy made
-# before one of them fails the round's last check; more cells only loosened the checks (review 63:
-# 200 live cells left N = 64 outputs almost no column without one)
+# writes of a pass that also set WPOS cells of W, on average (`_writers`: its last call, and each
+# other one apart by chance): a kernel that keeps a copy of W through a burst cannot tell which
+# calls changed it, nor how many will, and a copy made before one of them fails the round's last
+# check; more cells only loosened the checks (review 63: 200 live cells left N = 64 outputs almost
+# no column without one)
 CELL_WRITES = 2
 STAMPED = -1   # a pool tensor's seed when its last write was a stamp (its keys are the stamper's)
 
@@ -184,7 +185,7 @@ class Feed:
         bound on the largest error;
         `new_weights(seed)`: rewrite B in place from a new seed (and check it against that one);
         `stamp`: how to write a pool tensor right before its call (`Stamper`), or None for never;
-        `cells`: W's cells (`Cells`), where CELL_WRITES stamps a pass set WPOS drawn ones, or None;
+        `cells`: W's cells (`Cells`), where a pass's writers (`_writers`) set WPOS drawn ones, or None;
         then `agreement` and `precise` take `skip`, the output columns that read set cells, to judge
         them apart; `aside()`: a context in which the feed's own allocations come from a pool of
         their own, not the one the timed calls allocate from (None: no such pool)."""
@@ -257,14 +258,15 @@ class Feed:
             self.stamp.drop()        # (a failed or refused graph): forgotten (review 61, `_restore_cells`)
         self._restore_cells()
         if self.stamping and self.cells is not None:   # distinct cells, so each changes once a turn
-            writers = min(calls, CELL_WRITES)
-            at = self.cell_draw.sample(range(self.cells.count), min(self.cells.count, PASSES * writers * WPOS))
+            plans = [self._writers(calls) for _ in range(PASSES)]
+            at = self.cell_draw.sample(range(self.cells.count), min(self.cells.count, sum(map(len, plans)) * WPOS))
             self.wsaved = dict(zip(at, self.cells.get(at)))
             self.wqueue = [()] * (PASSES * calls)
-            for p in range(PASSES):
-                for k, w in enumerate(self._writers(calls, writers)):
-                    n = (p * writers + k) * WPOS
+            n = 0
+            for p, writers in enumerate(plans):
+                for w in writers:
                     self.wqueue[p * calls + w] = tuple(at[n:n + WPOS])
+                    n += WPOS
         elif self.cells is not None:   # no stamp runs (a lone flushed call): the cells set now, untimed
             at = self.cell_draw.sample(range(self.cells.count), min(self.cells.count, WPOS))
             self.wsaved = dict(zip(at, self.cells.get(at)))
@@ -275,15 +277,18 @@ class Feed:
         self.plan = [(self.draw.randrange(calls - 1), self.snap.places(self.draw.getrandbits(63)), self.snap.buffer())
                      for _ in range(PASSES)] if self.snap and calls > 1 else []
 
-    def _writers(self, calls: int, writers: int) -> list[int]:
-        """The calls of a pass whose stamps set cells of W: always its last, and drawn others. A
-        pass sets a known number of cells, and a cell shows from its own bits, so an honest call
-        that reads W whole counts them: with every writer drawn, the count told a kernel when the
-        pass's changes were over, and the calls after it read a copy of W safely (review 65,
-        bad/zz65_cell_count_settled_weights). Now the count completes only at the last call,
-        whose output is always checked, and a kernel that bets before answers it from a copy that
-        lacks that call's cells."""
-        return [calls - 1] + self.cell_draw.sample(range(calls - 1), writers - 1)
+    def _writers(self, calls: int) -> list[int]:
+        """The calls of a pass whose stamps set cells of W: its last, and each other one apart with
+        a chance that makes CELL_WRITES in all on average. A cell shows from its own bits, so an
+        honest call that reads W whole counts them, and a known number of writers told a kernel
+        when W would change no more: with every writer drawn, after the count's last step (review
+        65, bad/zz65_cell_count_settled_weights); with the last call and one drawn, between the
+        drawn one and the shortest length a round can have (review 66,
+        bad/zz66_known_length_settled_weights). Now no count says the writes are over before the
+        last call, which always writes and is always checked, and a call that reads a copy of W
+        is wrong wherever its own stamp set cells."""
+        chance = (CELL_WRITES - 1) / (calls - 1) if calls > 1 else 0.0
+        return [w for w in range(calls - 1) if self.cell_draw.random() < chance] + [calls - 1]
 
     @_aside
     def fresh(self) -> None:

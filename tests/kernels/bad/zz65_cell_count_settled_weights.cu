@@ -1,8 +1,10 @@
-// STATUS: closed by design (stop 52, the Fix below: Feed._writers makes every pass's last call one of
-// its cell writers, so a count of the pass's cells completes only at that always-checked call; CPU
-// tests: the control reads 1.02-1.05 with 0 failed checks under drawn writers, the copy is never
-// read under the fix). Not run on a GPU. Written in review 65 (CPU only: the gains below are a CPU
-// model of the real Feed and byte counts). Judge: `done`, at its honest speed (its gate never opens).
+// STATUS: closed by design (stop 52). First fix: Feed._writers made every pass's last call one of its
+// cell writers, so a count of the pass's cells completes only at that always-checked call (CPU tests:
+// the control reads 1.02-1.05 with 0 failed checks under drawn writers; the copy is never read under
+// the rule). Review 66 found the rule still left a known writer count (zz66); since then each other
+// call of a pass writes by chance (tests/test_bench_feed.py's settled-copy tests). Not run on a GPU.
+// Written in review 65 (CPU only: the gains below are a CPU model of the real Feed and byte counts).
+// Judge: `done`, at its honest speed (its gate never opens).
 // CHEAT CLASS (review 65): zz60's copy of W, past the cells that closed it, by COUNTING the cells.
 // The cells were argued safe because "a kernel that keeps a copy of W through a burst cannot tell
 // which calls changed it" (feed.py CELL_WRITES comment, :111-116; stamp.py :21-25). But how MANY
