@@ -67,18 +67,23 @@ class CellList(ctypes.Structure):
     _fields_ = [("at", ctypes.c_longlong * CELLS_MAX), ("v", ctypes.c_ushort * CELLS_MAX)]
 
 _SRC = r"""
-// Two N(0, 1) draws from one hash word (Box-Muller on two 24-bit uniforms; accurate logf and
-// sincospif, so every launch, `matches`' too, makes the same bits), as fp16: a stamped A is
+// Two N(0, 1) draws from one hash word (Box-Muller on a 32-bit and a 24-bit uniform; accurate
+// log1pf and sincospif, so every launch, `matches`' too, makes the same bits), as fp16: a stamped A is
 // distributed as the unstamped turns' A (torch's normal_, then fp16), so no statistic of its
 // values tells a stamped call from an unstamped one. The first stamp of that kind (|x| in [0.5, 2),
 // 12 bits an element) was found from 64 exponent fields: a kernel could run honest on stamped A
 // alone, and otherwise as it liked where no stamp ran (bad/zz64, and a user's calls). Knowing a
 // key from the values gives nothing ahead: the next key needs the clocks of a launch that has not
 // run.
+// The radius from 1 - u1 = v in (0, 1), 32 bits, through log1pf: near v = 0 (the smallest radii)
+// v keeps its own bits where u1 = 1 - v would round to a 2^-24 grid, which showed in the pairs of
+// small radius of a large stamped A (review 66).
 __device__ __forceinline__ unsigned stamp_pair(u64 h) {
-    const float u1 = (float)((unsigned)(h >> 40) + 1u) * 5.9604645e-8f;   // (0, 1]: 2^-24 steps
-    const float u2 = (float)((unsigned)(h >> 8) & 0xFFFFFFu) * 5.9604645e-8f;   // [0, 1)
-    const float r = sqrtf(-2.0f * logf(u1));
+    // (0, 1) in 2^-32 steps near 0; below 1 - 2^-24 (a float near 2^32 rounds up, and v = 1 is
+    // an infinite radius)
+    const float v = fminf(fmaf((float)(unsigned)(h >> 32), 2.3283064e-10f, 1.1641532e-10f), 0.99999994f);
+    const float u2 = (float)((unsigned)h >> 8) * 5.9604645e-8f;   // [0, 1)
+    const float r = sqrtf(-2.0f * log1pf(-v));
     float sn, cs;
     sincospif(2.0f * u2, &sn, &cs);
     return (unsigned)__half_as_ushort(__float2half_rn(r * cs)) |
