@@ -3,8 +3,9 @@ stamp or its cells kernel ran? (The places travel only as launch parameters, rev
 stamp's threads form the address W + place in registers to store to it, and no scrub runs between
 the stamp and the call it precedes.)
 
-Each trial: W's cells are set or read at drawn places (`Stamp.write(j, at)` or `WeightCells.get`),
-optionally followed by `guards.scrub_regs()` (the control), then the pointer probe of
+Each trial: W's cells are set or read at drawn places (`Stamp.write(j, at)`, the cells kernel
+alone, or `WeightCells.get`, which ends with the register scrub), optionally followed by
+`guards.scrub_regs()` (the control), then the pointer probe of
 `eval/register_pointer_probe.py` (wgmma with run-time scale-d over zero operands reads its
 accumulators, as bad/zz26 does) collects every 64-bit value with this process's high address
 word; a hit is one equal to the address of a drawn cell.
@@ -35,10 +36,13 @@ from cudal2.library import stamp  # noqa: E402
 
 def trial(step: str, probe, A, W, out, cells, st) -> dict:
     at = random.sample(range(W.size), stamp.CELLS_MAX if step.startswith("cells") else stamp.WPOS)
+    stream = lambda: cp.cuda.get_current_stream().ptr  # noqa: E731
     out.fill(0)
     cp.cuda.runtime.deviceSynchronize()
     if step.startswith("stamp"):
         st.write(0, at)
+    elif step.startswith("cells-kernel"):   # the cells kernel alone, without the scrub `get` ends with
+        cells._launch(at, None, cells.out.data.ptr, stream())
     else:
         cells.get(at)
     if step.endswith("+scrub"):
@@ -64,7 +68,7 @@ def main() -> None:
     cells = stamp.WeightCells(W.data.ptr, 4096, 4096, stream)
     probe = nvcc_probe()
     rows = []
-    for step in ("stamp", "stamp+scrub", "cells", "cells+scrub"):
+    for step in ("stamp", "stamp+scrub", "cells-kernel", "cells-kernel+scrub", "cells"):
         got = [trial(step, probe, A, W, out, cells, st) for _ in range(a.trials)]
         row = {"step": step, "trials": len(got), "cells_a_trial": got[0]["cells"],
                "trials_with_a_hit": sum(g["found"] > 0 for g in got), "hits": sum(g["found"] for g in got),

@@ -275,8 +275,9 @@ class Stamp:
 class WeightCells:
     """`feed.Cells` of an fp16 W (its address, rows and row length) on `stream()`'s stream: `get`
     reads cells (fp16 bit patterns), `put` sets them, through `cudal2_cells`, whose launch
-    parameters alone hold the places: no device memory does, before, during or after (review 62).
-    Not for use inside a capture (the feed reads and sets cells between turns only)."""
+    parameters alone hold the places: no device memory does, before, during or after (review 62),
+    and the register file is scrubbed after each (`_scrub`). Not for use inside a capture (the feed
+    reads and sets cells between turns only)."""
 
     def __init__(self, ptr: int, rows: int, row: int, stream: Callable[[], int]):
         import cupy as cp
@@ -307,9 +308,21 @@ class WeightCells:
                 self._launch(part, None, self.out.data.ptr, s)
                 got += self.out[:len(part)].get(stream=st).tolist()
             self.out.fill(0)   # (values, not places; kept nowhere once read: review 63)
+            self._scrub()
         return got
 
     def put(self, at: Sequence[int], vals: Sequence[int]) -> None:
         s = self.stream()
-        for i in range(0, len(at), CELLS_MAX):
-            self._launch(at[i:i + CELLS_MAX], vals[i:i + CELLS_MAX], 0, s)
+        with self.cp.cuda.ExternalStream(s):
+            for i in range(0, len(at), CELLS_MAX):
+                self._launch(at[i:i + CELLS_MAX], vals[i:i + CELLS_MAX], 0, s)
+            self._scrub()
+
+    @staticmethod
+    def _scrub() -> None:
+        """The register scrubs the judge runs before a call (`guards.scrub_regs`), on the current
+        stream: the cells kernel's threads formed W + place in registers, and a launch can read
+        registers it never wrote (wgmma with run-time scale-d: 22% of an earlier launch's words
+        on the H100, eval/README); `get` in `Feed.begin` reads every cell the turn will set."""
+        from cudal2.harness import guards
+        guards.scrub_regs()
