@@ -124,8 +124,14 @@ extern "C" __global__ void cudal2_stamp(unsigned short* X, long long n, u64* key
     }
     __syncthreads();
     const u64 k = key;
-    if (blockIdx.x == 0 && threadIdx.x < WPOS && W && cells.at[threadIdx.x] >= 0) {
-        unsigned short* w = W + cells.at[threadIdx.x];
+    // each thread's place by constant indices: `cells.at[threadIdx.x]` made ptxas copy the whole
+    // parameter into a local frame in every thread of every block, where the next launch could
+    // read it back (review 67: local memory is not scrubbed between the stamp and its call)
+    long long place = -1;
+#pragma unroll
+    for (int i = 0; i < WPOS; ++i) place = threadIdx.x == i ? cells.at[i] : place;
+    if (blockIdx.x == 0 && threadIdx.x < WPOS && W && place >= 0) {
+        unsigned short* w = W + place;
         const unsigned short v = weight_half(mix(k ^ mix(~(u64)threadIdx.x)));   // (A's units hash mix(u))
         if (!bad) {
             *w = v;
