@@ -6,8 +6,11 @@ import subprocess
 import pytest
 
 pytest.importorskip("cupy")
+from cudal2.harness import guards  # noqa: E402
 from cudal2.library import stamp  # noqa: E402
 from cudal2.sass import disasm  # noqa: E402
+
+from .test_snapshots_sass import _after_the_loop  # noqa: E402
 
 
 def test_the_stamp_reads_the_global_timer_and_the_sm_clock(tmp_path):
@@ -23,11 +26,30 @@ def test_a_tensor_gets_one_block_per_share_and_at_most_the_logged_keys():
     assert stamp.blocks(1) == 1 and stamp.blocks(16 * 4096) == 8 and stamp.blocks(1 << 30) == stamp.MAX_BLOCKS
 
 
-def test_no_thread_of_the_stamp_or_the_cells_kernel_copies_its_parameters_to_local_memory(tmp_path):
-    # review 67: `cells.at[threadIdx.x]` made ptxas copy the cells' places into a 16-byte local frame
-    # in every thread, where the next launch read them back (the bench scrubs no local memory)
-    (tmp_path / "s.cu").write_text(stamp.source())
-    subprocess.run(["nvcc", "-arch=sm_90a", "-ptx", "-O3", "-o", str(tmp_path / "s.ptx"), str(tmp_path / "s.cu")],
+@pytest.fixture(scope="module")
+def listings(tmp_path_factory) -> dict:
+    d = tmp_path_factory.mktemp("stamp")
+    (d / "s.cu").write_text(stamp.source())
+    subprocess.run(["nvcc", "-arch=sm_90a", "-cubin", "-O3", "-o", str(d / "s.cubin"), str(d / "s.cu")],
                    check=True, capture_output=True)
-    ptx = (tmp_path / "s.ptx").read_text()
-    assert ".entry cudal2_stamp" in ptx and ".entry cudal2_cells" in ptx and ".local" not in ptx
+    return disasm.disassemble((d / "s.cubin").read_bytes())
+
+
+def test_neither_kernel_puts_its_parameters_in_local_memory(listings):
+    # review 67: `cells.at[threadIdx.x]` made ptxas copy the cells' places into a local frame in
+    # every thread, where the next launch read them (the bench scrubs no local memory); the only
+    # local words left are the stamp's closing wash (key 0, from the thread index)
+    local = ("STL", "LDL")
+    assert not [x for x in listings["cudal2_cells"].instrs if x.base in local]
+    tail = _after_the_loop(listings["cudal2_stamp"])
+    assert not [x for x in listings["cudal2_stamp"].instrs[:tail[0].index] if x.base in local]
+
+
+def test_the_stamp_ends_by_rewriting_its_registers(listings):
+    # block 0's threads held the addresses of W's cells, and the call right after reads registers
+    # it never wrote: the wash rewrites the whole 32-register allotment but the stack pointer
+    stamp_ = listings["cudal2_stamp"]
+    written = set().union(*(x.writes for x in _after_the_loop(stamp_) if x.pred in ("", "@PT")))
+    assert {f"R{i}" for i in range(guards.REG_WORDS) if i != 1} <= written, sorted(written)
+    regs = {int(r[1:]) for x in stamp_.instrs for r in x.writes | x.reads if r.startswith("R") and r[1:].isdigit()}
+    assert max(regs) < 32

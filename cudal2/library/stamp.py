@@ -30,6 +30,9 @@ Guarantees:
   right before the timed replay), so a check between the capture and the replay asks for what
   the warm-up pass wrote.
 - nothing is allocated or compiled by `write` (all at construction), so it can be captured.
+- the stamp leaves no place of W's cells where the call after it can read: it reads its places by
+  constant indices (no local frame: review 67), and ends by rewriting its 32-register allotment
+  as the snapshot node does (tests/test_stamp.py reads the SASS).
 - `WeightCells` reads and sets W's cells for the feed (between turns) with a kernel whose launch
   parameters hold the places: no device memory holds a turn's places (review 62: an index tensor
   made right before the turn did, and a kernel could scan for it).
@@ -108,8 +111,13 @@ __device__ __forceinline__ unsigned short weight_half(u64 h) {
 }
 struct Cells { long long at[WPOS]; };
 
-extern "C" __global__ void cudal2_stamp(unsigned short* X, long long n, u64* keys, u64 secret, u64 nonce,
-                                        unsigned* bad, unsigned short* W, Cells cells) {
+// Bounded to a 32-register allotment, and ended by rewriting it (`wash_registers` under key 0, as
+// the snapshot node ends): block 0's threads held the addresses of W's cells, the rest their
+// blocks' keys, and the call right after reads registers it never wrote (tests/test_stamp.py reads
+// the SASS).
+extern "C" __global__ void __launch_bounds__(256, 8)
+cudal2_stamp(unsigned short* X, long long n, u64* keys, u64 secret, u64 nonce, unsigned* bad, unsigned short* W,
+             Cells cells, unsigned* sink) {
     __shared__ u64 key;
     if (threadIdx.x == 0) {
         u64 k;
@@ -158,6 +166,7 @@ extern "C" __global__ void cudal2_stamp(unsigned short* X, long long n, u64* key
             atomicAdd(bad, 1u);
         }
     }
+    wash_registers(0, threadIdx.x, sink);
 }
 
 // The feed's reads and sets of W's cells (before a turn, to keep what they held; after it, to put
@@ -189,8 +198,9 @@ def blocks(elems: int) -> int:
 
 
 def source() -> str:
-    from cudal2.harness.guards import PRF_SRC
-    return PRF_SRC + f"#define MAX_BLOCKS {MAX_BLOCKS}\n#define WPOS {WPOS}\n#define CELLS_MAX {CELLS_MAX}\n" + _SRC
+    from cudal2.harness.guards import PRF_SRC, REG_WORDS, WASH_SRC
+    return (PRF_SRC + f"#define MAX_BLOCKS {MAX_BLOCKS}\n#define WPOS {WPOS}\n#define CELLS_MAX {CELLS_MAX}\n"
+            f"#define REG_WORDS {REG_WORDS}\n" + WASH_SRC + _SRC)
 
 
 def _kernel(name: str) -> ctypes.c_void_p:
@@ -221,6 +231,7 @@ class Stamp:
         self.status = ctypes.c_int()
         self.scratch = cp.empty(elems, dtype=cp.float16)
         self.bad = cp.zeros(1, dtype=cp.uint32)
+        self.sink = cp.zeros(1, dtype=cp.uint32)   # (what keeps the stamp's closing wash from being optimized away)
         # each tensor's arguments made once (a write sets only its nonce and cells): the eager path
         # pays a launch, not argument building, between the calls it sits between
         self.writes = [self._args(p, j, 0, weights) for j, p in enumerate(self.ptrs)]
@@ -229,7 +240,7 @@ class Stamp:
     def _args(self, ptr: int, j: int, bad: int, weights: int):
         vals = (ctypes.c_void_p(ptr), ctypes.c_longlong(self.elems), ctypes.c_void_p(self.keys[j].data.ptr),
                 ctypes.c_uint64(self.secret), ctypes.c_uint64(0), ctypes.c_void_p(bad), ctypes.c_void_p(weights),
-                Cells())
+                Cells(), ctypes.c_void_p(self.sink.data.ptr))
         return vals, self.driver.params(vals)
 
     def _launch(self, args, nonce: int, at: Sequence[int], stream: int) -> None:
