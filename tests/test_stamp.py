@@ -38,7 +38,7 @@ def listings(tmp_path_factory) -> dict:
 def test_neither_kernel_puts_its_parameters_in_local_memory(listings):
     # review 67: `cells.at[threadIdx.x]` made ptxas copy the cells' places into a local frame in
     # every thread, where the next launch read them (the bench scrubs no local memory); the only
-    # local words left are the stamp's closing wash (key 0, from the thread index)
+    # local words left are the stamp's closing wash (under a key of its secret)
     local = ("STL", "LDL")
     assert not [x for x in listings["cudal2_cells"].instrs if x.base in local]
     tail = _after_the_loop(listings["cudal2_stamp"])
@@ -53,3 +53,4 @@ def test_the_stamp_ends_by_rewriting_its_registers(listings):
     assert {f"R{i}" for i in range(guards.REG_WORDS) if i != 1} <= written, sorted(written)
     regs = {int(r[1:]) for x in stamp_.instrs for r in x.writes | x.reads if r.startswith("R") and r[1:].isdigit()}
     assert max(regs) < 32
+    assert "wash_registers(0," not in stamp.source()   # review 68: words of key 0 told a stamped call

@@ -32,7 +32,8 @@ Guarantees:
 - nothing is allocated or compiled by `write` (all at construction), so it can be captured.
 - the stamp leaves no place of W's cells where the call after it can read: it reads its places by
   constant indices (no local frame: review 67), and ends by rewriting its 32-register allotment
-  as the snapshot node does (tests/test_stamp.py reads the SASS).
+  as the snapshot node does, with words of a secret key, so they show nothing either (review 68;
+  tests/test_stamp.py reads the SASS).
 - `WeightCells` reads and sets W's cells for the feed (between turns) with a kernel whose launch
   parameters hold the places: no device memory holds a turn's places (review 62: an index tensor
   made right before the turn did, and a kernel could scan for it).
@@ -111,8 +112,8 @@ __device__ __forceinline__ unsigned short weight_half(u64 h) {
 }
 struct Cells { long long at[WPOS]; };
 
-// Bounded to a 32-register allotment, and ended by rewriting it (`wash_registers` under key 0, as
-// the snapshot node ends): block 0's threads held the addresses of W's cells, the rest their
+// Bounded to a 32-register allotment, and ended by rewriting it (`wash_registers`, as the snapshot
+// node ends, under a key of the launch's secret): block 0's threads held the addresses of W's cells, the rest their
 // blocks' keys, and the call right after reads registers it never wrote (tests/test_stamp.py reads
 // the SASS).
 extern "C" __global__ void __launch_bounds__(256, 8)
@@ -132,6 +133,12 @@ cudal2_stamp(unsigned short* X, long long n, u64* keys, u64 secret, u64 nonce, u
     }
     __syncthreads();
     const u64 k = key;
+    // the wash's key, which no kernel can know: under key 0 its words were a signature the next
+    // call could read as "my A was just stamped" (review 68); and the shared copy of the block's
+    // key replaced by it once every thread has read it
+    const u64 washed = prf(secret ^ nonce, ~k ^ blockIdx.x);
+    __syncthreads();
+    if (threadIdx.x == 0) key = washed;
     // each thread's place by constant indices: `cells.at[threadIdx.x]` made ptxas copy the whole
     // parameter into a local frame in every thread of every block, where the next launch could
     // read it back (review 67: local memory is not scrubbed between the stamp and its call)
@@ -166,7 +173,7 @@ cudal2_stamp(unsigned short* X, long long n, u64* keys, u64 secret, u64 nonce, u
             atomicAdd(bad, 1u);
         }
     }
-    wash_registers(0, threadIdx.x, sink);
+    wash_registers(washed, threadIdx.x, sink);
 }
 
 // The feed's reads and sets of W's cells (before a turn, to keep what they held; after it, to put
