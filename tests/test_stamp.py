@@ -1,6 +1,7 @@
 """The bench's stamp kernel (library/stamp.py) builds, and draws its keys from both clocks when it
 runs: read from the SASS that nvcc's ptxas emits for its source (the bench builds it with NVRTC)."""
 
+import secrets
 import subprocess
 
 import pytest
@@ -35,22 +36,49 @@ def listings(tmp_path_factory) -> dict:
     return disasm.disassemble((d / "s.cubin").read_bytes())
 
 
+def local_before_the_wash(listings: dict) -> list:
+    """Local loads and stores of the cells kernel, and of the stamp before its closing wash."""
+    local = ("STL", "LDL")
+    tail = _after_the_loop(listings["cudal2_stamp"])
+    return ([x for x in listings["cudal2_cells"].instrs if x.base in local]
+            + [x for x in listings["cudal2_stamp"].instrs[:tail[0].index] if x.base in local])
+
+
+def unwashed_registers(listing) -> set[str]:
+    """Registers of the 32-register allotment (but the stack pointer R1) that the stamp's tail does
+    not rewrite, and any register it uses past R31."""
+    written = set().union(*(x.writes for x in _after_the_loop(listing) if x.pred in ("", "@PT")))
+    used = {int(r[1:]) for x in listing.instrs for r in x.writes | x.reads if r.startswith("R") and r[1:].isdigit()}
+    return ({f"R{i}" for i in range(guards.REG_WORDS) if i != 1} - written) | {f"R{i}" for i in used if i > 31}
+
+
 def test_neither_kernel_puts_its_parameters_in_local_memory(listings):
     # review 67: `cells.at[threadIdx.x]` made ptxas copy the cells' places into a local frame in
     # every thread, where the next launch read them (the bench scrubs no local memory); the only
     # local words left are the stamp's closing wash (under a key of its secret)
-    local = ("STL", "LDL")
-    assert not [x for x in listings["cudal2_cells"].instrs if x.base in local]
-    tail = _after_the_loop(listings["cudal2_stamp"])
-    assert not [x for x in listings["cudal2_stamp"].instrs[:tail[0].index] if x.base in local]
+    assert not local_before_the_wash(listings)
 
 
 def test_the_stamp_ends_by_rewriting_its_registers(listings):
     # block 0's threads held the addresses of W's cells, and the call right after reads registers
     # it never wrote: the wash rewrites the whole 32-register allotment but the stack pointer
-    stamp_ = listings["cudal2_stamp"]
-    written = set().union(*(x.writes for x in _after_the_loop(stamp_) if x.pred in ("", "@PT")))
-    assert {f"R{i}" for i in range(guards.REG_WORDS) if i != 1} <= written, sorted(written)
-    regs = {int(r[1:]) for x in stamp_.instrs for r in x.writes | x.reads if r.startswith("R") and r[1:].isdigit()}
-    assert max(regs) < 32
+    assert not unwashed_registers(listings["cudal2_stamp"])
     assert "wash_registers(0," not in stamp.source()   # review 68: words of key 0 told a stamped call
+
+
+@pytest.mark.gpu
+def test_the_stamp_the_bench_loads_has_the_same_properties(monkeypatch):
+    # the tests above read nvcc's build; the bench loads NVRTC's, through cupy (review 68): the
+    # binary cupy would cache for the bench's source (a comment apart, so it is compiled afresh)
+    from cupy.cuda import compiler
+    saved = {}
+    save = compiler._kernel_cache_backend.save
+    monkeypatch.setattr(compiler._kernel_cache_backend, "save",
+                        lambda name, payload, source: (saved.setdefault(name, payload), save(name, payload, source)))
+    from cudal2.harness import rawkernels
+    fresh = f"\n// the bench's source, built afresh: {secrets.token_hex(8)}\n"   # (never in cupy's cache)
+    rawkernels.module(stamp.source() + fresh).get_function("cudal2_stamp")
+    (binary,) = saved.values()
+    assert binary[:4] == b"\x7fELF", "cupy cached PTX, not a cubin"
+    listings = disasm.disassemble(binary)
+    assert not local_before_the_wash(listings) and not unwashed_registers(listings["cudal2_stamp"])
