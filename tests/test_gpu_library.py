@@ -272,6 +272,20 @@ def test_a_stamp_writes_values_nobody_had_and_its_log_gives_them_back():
     assert st.matches(1) and not torch.equal(before, pool[1])
 
 
+def test_the_feeds_stream_is_the_current_stream_on_a_side_stream_too():
+    # the bench's stamps ask torch's raw getter for the stream (cheaper than a Stream object): the
+    # same handle, on the default stream and on a side stream, as a graph's warm-up runs on
+    import torch
+
+    from cudal2.library import product_bench as pb
+    A, W = pb._torch_inputs(torch, 16, 256, 256)
+    feed = pb.torch_feed(torch, A, W, 4)
+    side = torch.cuda.Stream()
+    assert feed.stamp.stream() == torch.cuda.current_stream().cuda_stream
+    with torch.cuda.stream(side):
+        assert feed.stamp.stream() == side.cuda_stream
+
+
 def test_a_stamped_a_is_distributed_as_an_unstamped_gaussian_a():
     # values of magnitude 0.5 to 2 told a stamped call from 64 exponent fields (a kernel honest only
     # there, bad/zz64); the stamp now draws N(0, 1) as the unstamped turns' fill does
