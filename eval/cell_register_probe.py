@@ -36,13 +36,12 @@ from cudal2.library import stamp  # noqa: E402
 
 def trial(step: str, probe, A, W, out, cells, st) -> dict:
     at = random.sample(range(W.size), stamp.CELLS_MAX if step.startswith("cells") else stamp.WPOS)
-    stream = lambda: cp.cuda.get_current_stream().ptr  # noqa: E731
     out.fill(0)
     cp.cuda.runtime.deviceSynchronize()
     if step.startswith("stamp"):
         st.write(0, at)
     elif step.startswith("cells-kernel"):   # the cells kernel alone, without the scrub `get` ends with
-        cells._launch(at, None, cells.out.data.ptr, stream())
+        cells._launch(at, None, cells.out.data.ptr, cells.stream())
     else:
         cells.get(at)
     if step.endswith("+scrub"):

@@ -55,9 +55,9 @@ one small write of A before each eager or graph call, timed, on both sides.
   captured into a graph counts from `commit()` (right before the timed replay), one enqueued at
   once (`restamp`). Where the feed has W's `Cells`, its last call's stamp and each other
   one's by chance (CELL_WRITES a pass on average: reviews 65 and 66) also set WPOS cells of W,
-  drawn for the turn (distinct): a copy of W kept through a burst of back-to-back calls answers wrong in a whole
-  column (review 60,
-  bad/zz60_burst_repacked_weights_14bit: a 14-bit copy passed every check). An unstamped turn
+  drawn for the turn (distinct): a copy of W kept through a burst of back-to-back calls answers
+  wrong in a whole column (review 60, bad/zz60_burst_repacked_weights_14bit: a 14-bit copy
+  passed every check). An unstamped turn
   (the lone flushed calls) has WPOS cells set from the host at its start, untimed: a copy of W
   kept across those turns is as wrong (review 64, bad/zz64_flushed_weight_memo_14bit). Each
   output is checked against W as its call read it (the cells later writes set hold their

@@ -303,28 +303,22 @@ def _agreement(err: float, scale: float) -> dict:
     return {"max_abs_diff": err, "agree": err <= AGREE_REL * (scale or 1.0) + 1e-2}
 
 
-def _split_agreement(diff, want, skip, mask) -> dict:
-    """`_agreement` of an output's |error| `diff` against `want`, where the columns in `skip` (those
-    that read cells of W the stamp set, `feed.Feed`) are judged apart, each set against its own
-    largest output: the cells' large values would otherwise loosen the bound on every other column
-    (review 62). `mask(n, cols)`: a boolean array of n, true at `cols` (after the turn: its places
-    are stale by then, and the next turn's cells are drawn anew)."""
+def _split_agreement(diff, want, skip) -> dict:
+    """`_agreement` of an output's |error| `diff` against `want` (numpy, torch or cupy arrays), where
+    the columns in `skip` (those that read cells of W the stamp set, `feed.Feed`) are judged apart,
+    each set against its own largest output: the cells' large values would otherwise loosen the
+    bound on every other column (review 62)."""
     if not skip or diff.ndim != 2:   # (a snapshot's few elements: judged whole)
         return _agreement(float(diff.max()), float(abs(want).max()))
-    m = mask(want.shape[1], sorted(skip))
+    m = abs(want[0]) < 0   # all false, in want's own array type (NaN and inf compare false too)
+    m[sorted(skip)] = True
     parts = [_agreement(float(diff[:, sel].max()), float(abs(want[:, sel]).max())) for sel in (m, ~m) if bool(sel.any())]
     return {"max_abs_diff": max(p["max_abs_diff"] for p in parts), "agree": all(p["agree"] for p in parts)}
 
 
 def _torch_agreement(got, want, skip=()) -> dict:
-    import torch
     want = want.float()
-
-    def mask(n, cols):
-        m = torch.zeros(n, dtype=torch.bool, device=want.device)
-        m[cols] = True
-        return m
-    return _split_agreement((got.float() - want).abs(), want, skip, mask)
+    return _split_agreement((got.float() - want).abs(), want, skip)
 
 
 # Elements of one output a round copies right behind its call (`feed.Snapshot`): a kernel that put a
@@ -495,12 +489,7 @@ def cupy_feed(cp, A, B, calls: int, randn=None, b_seed: int | None = None) -> Fe
 
     def agreement(got, want, skip=()) -> dict:
         g32, w32 = got.astype(cp.float32), want.astype(cp.float32)
-
-        def mask(n, cols):
-            m = cp.zeros(n, dtype=bool)
-            m[cols] = True
-            return m
-        return _split_agreement(cp.abs(g32 - w32), w32, skip, mask)
+        return _split_agreement(cp.abs(g32 - w32), w32, skip)
     class Snap(Snapshot):
         def places(self, seed):
             at = cp.random.default_rng(seed).integers(0, A.shape[0] * B.shape[0], SNAPSHOT_PLACES)
@@ -604,8 +593,8 @@ def stamp_cost(clock, feed, calls: int, rounds: int = 3) -> float:
 
 
 def flush_buffer(torch):
-    """A buffer twice the L2 of the current GPU: zeroing it leaves none of the next call's data in
-    the L2 (the flushed mode's `idle_cold`)."""
+    """A buffer twice the L2 of the current GPU: flushing it (`timing.flush_l2`, the flushed mode's
+    `idle_cold`) leaves none of the next call's data in the L2."""
     return torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size, dtype=torch.uint8, device="cuda")
 
 

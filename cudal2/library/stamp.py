@@ -12,10 +12,10 @@ Guarantees:
   capture: the write becomes a node, and each replay writes anew), one small kernel that fills
   pool tensor j with N(0, 1) values as fp16 (Box-Muller, two from a hash word: distributed as the
   unstamped turns' Gaussian A, so a kernel cannot tell a stamped call by its values) under keys
-  that each block draws when it runs: a hash of %globaltimer and %clock64 read then, and of the write's nonce. No value exists
-  anywhere before the write runs, so an output computed earlier from that memory is stale.
-  Each block logs its key (one small device array per pool
-  tensor, made before any capture) and a tag of it under a secret and a fresh nonce that only
+  that each block draws when it runs: a hash of %globaltimer and %clock64 read then, and of the
+  write's nonce. No value exists anywhere before the write runs, so an output computed earlier
+  from that memory is stale. Each block logs its key (one small device array per pool tensor,
+  made before any capture) and a tag of it under a secret and a fresh nonce that only
   the launch's parameters hold (review 59: an untagged log let a kernel that found it write a
   key of its own and an A to match, whose output it already had).
 - with `weights` (W's address), a write also sets the cells of W it is given (`write(j, at)`,
@@ -40,8 +40,9 @@ Guarantees:
 
 Does not: stop a kernel from reading the log (the next key needs the clocks of a launch that
 has not run), check cells of W set by a write superseded in the same turn (the feed puts them
-back; a kernel cannot find them without reading W whole), or time anything; it costs both sides of a pair the same small kernel a call (the
-bench records what a call of it alone takes: `stamp_us`).
+back; a kernel cannot find them without reading W whole), or time anything; it costs both sides
+of a pair the same small kernel a call (the bench records what a call of it alone takes:
+`stamp_us`).
 """
 
 from __future__ import annotations
@@ -72,8 +73,8 @@ class CellList(ctypes.Structure):
 
 _SRC = r"""
 // Two N(0, 1) draws from one hash word (Box-Muller on a 32-bit and a 24-bit uniform; accurate
-// log1pf and sincospif, so every launch, `matches`' too, makes the same bits), as fp16: a stamped A is
-// distributed as the unstamped turns' A (torch's normal_, then fp16), so no statistic of its
+// log1pf and sincospif, so every launch, `matches`' too, makes the same bits), as fp16: a stamped
+// A is distributed as the unstamped turns' A (torch's normal_, then fp16), so no statistic of its
 // values tells a stamped call from an unstamped one. The first stamp of that kind (|x| in [0.5, 2),
 // 12 bits an element) was found from 64 exponent fields: a kernel could run honest on stamped A
 // alone, and otherwise as it liked where no stamp ran (bad/zz64, and a user's calls). Knowing a
@@ -113,10 +114,10 @@ __device__ __forceinline__ unsigned short weight_half(u64 h) {
 struct Cells { long long at[WPOS]; };
 
 // Bounded to a 32-register allotment, and ended by rewriting it (`wash_registers`, as the snapshot
-// node ends, under a key of the launch's secret): block 0's threads held the addresses of W's cells, the rest their
-// blocks' keys, and the call right after reads registers it never wrote (tests/test_stamp.py reads
-// the SASS).
-extern "C" __global__ void __launch_bounds__(256, 8)
+// node ends, under a key of the launch's secret): block 0's threads held the addresses of W's
+// cells, the rest their blocks' keys, and the call right after reads registers it never wrote
+// (tests/test_stamp.py reads the SASS).
+extern "C" __global__ void __launch_bounds__(BLOCK, 8)
 cudal2_stamp(unsigned short* X, long long n, u64* keys, u64 secret, u64 nonce, unsigned* bad, unsigned short* W,
              Cells cells, unsigned* sink) {
     __shared__ u64 key;
@@ -207,7 +208,7 @@ def blocks(elems: int) -> int:
 def source() -> str:
     from cudal2.harness.guards import PRF_SRC, REG_WORDS, WASH_SRC
     return (PRF_SRC + f"#define MAX_BLOCKS {MAX_BLOCKS}\n#define WPOS {WPOS}\n#define CELLS_MAX {CELLS_MAX}\n"
-            f"#define REG_WORDS {REG_WORDS}\n" + WASH_SRC + _SRC)
+            f"#define BLOCK {BLOCK}\n#define REG_WORDS {REG_WORDS}\n" + WASH_SRC + _SRC)
 
 
 def _kernel(name: str) -> ctypes.c_void_p:
@@ -238,11 +239,12 @@ class Stamp:
         self.status = ctypes.c_int()
         self.scratch = cp.empty(elems, dtype=cp.float16)
         self.bad = cp.zeros(1, dtype=cp.uint32)
-        self.sink = cp.zeros(1, dtype=cp.uint32)   # (what keeps the stamp's closing wash from being optimized away)
+        self.sink = cp.zeros(1, dtype=cp.uint32)   # (keeps the stamp's closing wash from being optimized away)
         # each tensor's arguments made once (a write sets only its nonce and cells): the eager path
         # pays a launch, not argument building, between the calls it sits between
         self.writes = [self._args(p, j, 0, weights) for j, p in enumerate(self.ptrs)]
-        self.checks = [self._args(self.scratch.data.ptr, j, self.bad.data.ptr, weights) for j in range(len(self.ptrs))]
+        self.checks = [self._args(self.scratch.data.ptr, j, self.bad.data.ptr, weights)
+                       for j in range(len(self.ptrs))]
 
     def _args(self, ptr: int, j: int, bad: int, weights: int):
         vals = (ctypes.c_void_p(ptr), ctypes.c_longlong(self.elems), ctypes.c_void_p(self.keys[j].data.ptr),
