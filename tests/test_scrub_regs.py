@@ -1,10 +1,8 @@
 """The register scrub's machine code writes every register ptxas allots a thread at 32 (R0..R29: the
 top two, R30/R31, are never allotted) and every predicate, and the uniform scrub's every uniform
 register ptxas allots (UR4..UR61) and every uniform predicate, and the wide scrub R0..R61 at 64 a
-thread: read from the SASS that nvcc's ptxas
-emits for the guard source (the judge builds it with NVRTC; same source, same options)."""
-
-import subprocess
+thread: read from the SASS that nvcc's ptxas and NVRTC (which builds it in the judge) emit for the
+guard source, with the judge's options."""
 
 import pytest
 
@@ -12,14 +10,13 @@ pytest.importorskip("cupy")
 from cudal2.harness import guards  # noqa: E402
 from cudal2.sass import disasm  # noqa: E402
 
+from . import harness_builds  # noqa: E402
+from .harness_builds import COMPILERS  # noqa: E402
 
-@pytest.fixture(scope="module")
-def listings(tmp_path_factory) -> dict[str, disasm.Listing]:
-    d = tmp_path_factory.mktemp("scrub")
-    (d / "g.cu").write_text(guards._SRC)
-    subprocess.run(["nvcc", "-arch=sm_90", "-cubin", "-O3", *guards._OPTIONS, "-o", str(d / "g.cubin"), str(d / "g.cu")],
-                   check=True, capture_output=True)
-    return disasm.disassemble((d / "g.cubin").read_bytes())
+
+@pytest.fixture(scope="module", params=COMPILERS)
+def listings(request, tmp_path_factory) -> dict[str, disasm.Listing]:
+    return harness_builds.listings(request.param, guards._SRC, "sm_90", guards._OPTIONS, tmp_path_factory.mktemp("scrub"))
 
 
 def _writes(listing: disasm.Listing) -> set[str]:

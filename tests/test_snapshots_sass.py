@@ -1,9 +1,7 @@
 """The snapshot node leaves no key or row address in vector registers: after its sampling loop its
 machine code rewrites every register of its 32-register allotment but the stack pointer (R1) with
-values derived from the thread index, read from the SASS that nvcc's ptxas emits for the
-snapshot source (the judge builds it with NVRTC; same source, same options)."""
-
-import subprocess
+values derived from the thread index, read from the SASS that nvcc's ptxas and NVRTC (which builds
+it in the judge) emit for the snapshot source, with the judge's options."""
 
 import pytest
 
@@ -11,14 +9,14 @@ pytest.importorskip("cupy")
 from cudal2.harness import guards, snapshots  # noqa: E402
 from cudal2.sass import disasm  # noqa: E402
 
+from . import harness_builds  # noqa: E402
+from .harness_builds import COMPILERS  # noqa: E402
 
-@pytest.fixture(scope="module")
-def snap(tmp_path_factory) -> disasm.Listing:
-    d = tmp_path_factory.mktemp("snap")
-    (d / "s.cu").write_text(snapshots._SRC)
-    subprocess.run(["nvcc", "-arch=sm_90", "-cubin", "-O3", *snapshots._OPTIONS, "-o", str(d / "s.cubin"),
-                    str(d / "s.cu")], check=True, capture_output=True)
-    return disasm.disassemble((d / "s.cubin").read_bytes())["cudal2_snap"]
+
+@pytest.fixture(scope="module", params=COMPILERS)
+def snap(request, tmp_path_factory) -> disasm.Listing:
+    return harness_builds.listings(request.param, snapshots._SRC, "sm_90", snapshots._OPTIONS,
+                                   tmp_path_factory.mktemp("snap"))["cudal2_snap"]
 
 
 def _after_the_loop(listing: disasm.Listing) -> list[disasm.Instr]:

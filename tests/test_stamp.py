@@ -11,6 +11,8 @@ from cudal2.harness import guards  # noqa: E402
 from cudal2.library import stamp  # noqa: E402
 from cudal2.sass import disasm  # noqa: E402
 
+from . import harness_builds  # noqa: E402
+from .harness_builds import COMPILERS  # noqa: E402
 from .test_snapshots_sass import _after_the_loop  # noqa: E402
 
 
@@ -27,13 +29,10 @@ def test_a_tensor_gets_one_block_per_share_and_at_most_the_logged_keys():
     assert stamp.blocks(1) == 1 and stamp.blocks(16 * 4096) == 8 and stamp.blocks(1 << 30) == stamp.MAX_BLOCKS
 
 
-@pytest.fixture(scope="module")
-def listings(tmp_path_factory) -> dict:
-    d = tmp_path_factory.mktemp("stamp")
-    (d / "s.cu").write_text(stamp.source())
-    subprocess.run(["nvcc", "-arch=sm_90a", "-cubin", "-O3", "-o", str(d / "s.cubin"), str(d / "s.cu")],
-                   check=True, capture_output=True)
-    return disasm.disassemble((d / "s.cubin").read_bytes())
+@pytest.fixture(scope="module", params=[(c, a) for c in COMPILERS for a in ("sm_90", "sm_90a")], ids="-".join)
+def listings(request, tmp_path_factory) -> dict:
+    compiler, arch = request.param
+    return harness_builds.listings(compiler, stamp.source(), arch, (), tmp_path_factory.mktemp("stamp"))
 
 
 def local_before_the_wash(listings: dict) -> list:
@@ -68,8 +67,8 @@ def test_the_stamp_ends_by_rewriting_its_registers(listings):
 
 @pytest.mark.gpu
 def test_the_stamp_the_bench_loads_has_the_same_properties(monkeypatch):
-    # the tests above read nvcc's build; the bench loads NVRTC's, through cupy (review 68): the
-    # binary cupy would cache for the bench's source (a comment apart, so it is compiled afresh)
+    # the binary the bench loads: the one cupy would cache for the bench's source (a comment
+    # apart, so it is compiled afresh), with cupy's own options and the machine's NVRTC
     from cupy.cuda import compiler
     saved = {}
     save = compiler._kernel_cache_backend.save
@@ -80,5 +79,5 @@ def test_the_stamp_the_bench_loads_has_the_same_properties(monkeypatch):
     rawkernels.module(stamp.source() + fresh).get_function("cudal2_stamp")
     (binary,) = saved.values()
     assert binary[:4] == b"\x7fELF", "cupy cached PTX, not a cubin"
-    listings = disasm.disassemble(binary)
+    listings = disasm.disassemble(harness_builds.whole_elf(binary))
     assert not local_before_the_wash(listings) and not unwashed_registers(listings["cudal2_stamp"])
