@@ -51,6 +51,22 @@ def unwashed_registers(listing) -> set[str]:
     return ({f"R{i}" for i in range(guards.REG_WORDS) if i != 1} - written) | {f"R{i}" for i in used if i > 31}
 
 
+def unwashed_predicates(listing) -> set[str]:
+    """Predicates P0..P6 that no unpredicated instruction writes after the stamping loop (the
+    kernel's longest backward branch) outside every stretch a forward branch may skip: what the
+    stamp's exit leaves as its own code left it, in some lanes at least."""
+    back = [x for x in listing.instrs if x.base == "BRA" and x.target is not None
+            and listing.labels[x.target] < x.offset]
+    loop_end = max(back, key=lambda x: x.offset - listing.labels[x.target]).offset
+    skipped = set()
+    for x in listing.instrs:
+        if x.offset > loop_end and x.base == "BRA" and x.target is not None and listing.labels[x.target] > x.offset:
+            skipped |= set(range(x.offset + 1, listing.labels[x.target]))
+    written = set().union(*(x.writes for x in listing.instrs if x.offset > loop_end and x.offset not in skipped
+                            and x.pred in ("", "@PT")))
+    return {f"P{i}" for i in range(7)} - written
+
+
 def test_neither_kernel_puts_its_parameters_in_local_memory(listings):
     # review 67: `cells.at[threadIdx.x]` made ptxas copy the cells' places into a local frame in
     # every thread, where the next launch read them (the bench scrubs no local memory); the only
@@ -63,6 +79,12 @@ def test_the_stamp_ends_by_rewriting_its_registers(listings):
     # it never wrote: the wash rewrites the whole 32-register allotment but the stack pointer
     assert not unwashed_registers(listings["cudal2_stamp"])
     assert "wash_registers(0," not in stamp.source()   # review 68: words of key 0 told a stamped call
+
+
+def test_the_stamp_ends_by_rewriting_its_predicates(listings):
+    # review 69: every build left P0 set and P1 clear in every lane at the stamp's exit, which no
+    # scrub leaves: a call could read them as "my A was just stamped"
+    assert not unwashed_predicates(listings["cudal2_stamp"])
 
 
 @pytest.mark.gpu
@@ -81,3 +103,4 @@ def test_the_stamp_the_bench_loads_has_the_same_properties(monkeypatch):
     assert binary[:4] == b"\x7fELF", "cupy cached PTX, not a cubin"
     listings = disasm.disassemble(harness_builds.whole_elf(binary))
     assert not local_before_the_wash(listings) and not unwashed_registers(listings["cudal2_stamp"])
+    assert not unwashed_predicates(listings["cudal2_stamp"])

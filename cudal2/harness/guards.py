@@ -80,7 +80,7 @@ __device__ __forceinline__ u64 prf(u64 key, u64 m) {
 # (tests/test_scrub_regs.py, tests/test_snapshots_sass.py read the SASS, as nvcc and NVRTC build it).
 # The predicates P0..P6 the wash's select wrote only by chance of ptxas's choices: NVRTC 13.2 and
 # 13.5 (pip's, which cupy loads where it is installed) left P2..P6 of its build unwritten, where
-# 13.0 wrote them all; so the register scrub also runs `wash_predicates` (below). Left:
+# 13.0 wrote them all; so the register scrub, and the stamp, also run `wash_predicates`. Left:
 # R30/R31 of the allotment, which a review's kernel read (bad/zz29_stale_pointer_ld_lu); so the
 # register scrub also runs WIDE_WORDS at 64 registers a thread (one 1024-thread block per SM, again
 # the whole file): R0..R61 of that allotment. Whether its R0..R61 reach the physical registers that
@@ -101,6 +101,29 @@ __device__ __forceinline__ void wash_registers(u64 key, u64 t, unsigned* sink) {
 #pragma unroll
     for (int i = W - 1; i >= 0; --i) frame[i] = v[i];
     if (frame[(unsigned)t % W] == 0x9E3779B9u && sink) sink[0] = 1u;  // keeps the frame live
+}
+// Every predicate P0..P6 the destination of an unpredicated write: seven setp results guarding
+// stores in a loop of a run-time trip count, so all seven are live at once, each in a predicate
+// register of its own (a predicated store has no arithmetic stand-in: ptxas turned predicated adds
+// into integer logic and wrote no predicate at all; with the hash word stored in place of the count,
+// NVRTC 13.2's build wrote P0 and P1 alone). Their values: bits of a keyed hash.
+__device__ __forceinline__ void wash_predicates(u64 key, u64 t, unsigned* sink) {
+    __shared__ unsigned spill[32][8];
+    const unsigned w = (unsigned)mix(key ^ (t << 12) ^ 0x5851F42D4C957F2Dull);
+    const unsigned rounds = 1u + (unsigned)(sink != nullptr);
+    asm volatile("{\n\t.reg .pred q<7>;\n\t.reg .u32 r;\n\t"
+                 "setp.ne.b32 q0, %1, 0;\n\tsetp.ne.b32 q1, %2, 0;\n\tsetp.ne.b32 q2, %3, 0;\n\t"
+                 "setp.ne.b32 q3, %4, 0;\n\tsetp.ne.b32 q4, %5, 0;\n\tsetp.ne.b32 q5, %6, 0;\n\t"
+                 "setp.ne.b32 q6, %7, 0;\n\tmov.u32 r, %8;\n"
+                 "WASH_PREDICATES:\n\t"
+                 "@q0 st.volatile.shared.u32 [%0+0], r;\n\t@q1 st.volatile.shared.u32 [%0+4], r;\n\t"
+                 "@q2 st.volatile.shared.u32 [%0+8], r;\n\t@q3 st.volatile.shared.u32 [%0+12], r;\n\t"
+                 "@q4 st.volatile.shared.u32 [%0+16], r;\n\t@q5 st.volatile.shared.u32 [%0+20], r;\n\t"
+                 "@q6 st.volatile.shared.u32 [%0+24], r;\n\tsub.u32 r, r, 1;\n\t"
+                 "{ .reg .pred e; setp.ne.u32 e, r, 0; @e bra WASH_PREDICATES; }\n\t}"
+                 :: "r"((unsigned)__cvta_generic_to_shared(&spill[(unsigned)t & 31u][0])),
+                    "r"(w & 1u), "r"(w & 2u), "r"(w & 4u), "r"(w & 8u), "r"(w & 16u), "r"(w & 32u), "r"(w & 64u),
+                    "r"(rounds) : "memory");
 }
 """
 
@@ -292,28 +315,6 @@ extern "C" __global__ void __launch_bounds__(1024, 2) cudal2_scrub_local(u64 key
     for (unsigned a = (unsigned)base + 4 * LOCAL_WORDS; a < LOCAL_TOP; a += 4)
         asm volatile("st.local.u32 [%0], %1;" :: "r"(a), "r"((unsigned)mix(key ^ (t << 24) ^ a)) : "memory");
     if (frame[(unsigned)t % LOCAL_WORDS] == 0x9E3779B9u && sink) sink[0] = 1u;  // keeps the frame live
-}
-// Every predicate P0..P6 the destination of an unpredicated write: seven setp results guarding
-// stores in a loop of a run-time trip count, so all seven are live at once, each in a predicate
-// register of its own (a predicated store has no arithmetic stand-in: ptxas turned predicated adds
-// into integer logic and wrote no predicate at all). Their values: bits of a keyed hash.
-__device__ __forceinline__ void wash_predicates(u64 key, u64 t, unsigned* sink) {
-    __shared__ unsigned spill[32][8];
-    const unsigned w = (unsigned)mix(key ^ (t << 12) ^ 0x5851F42D4C957F2Dull);
-    const unsigned rounds = 1u + (unsigned)(sink != nullptr);
-    asm volatile("{\n\t.reg .pred q<7>;\n\t.reg .u32 r;\n\t"
-                 "setp.ne.b32 q0, %1, 0;\n\tsetp.ne.b32 q1, %2, 0;\n\tsetp.ne.b32 q2, %3, 0;\n\t"
-                 "setp.ne.b32 q3, %4, 0;\n\tsetp.ne.b32 q4, %5, 0;\n\tsetp.ne.b32 q5, %6, 0;\n\t"
-                 "setp.ne.b32 q6, %7, 0;\n\tmov.u32 r, %8;\n"
-                 "WASH_PREDICATES:\n\t"
-                 "@q0 st.volatile.shared.u32 [%0+0], r;\n\t@q1 st.volatile.shared.u32 [%0+4], r;\n\t"
-                 "@q2 st.volatile.shared.u32 [%0+8], r;\n\t@q3 st.volatile.shared.u32 [%0+12], r;\n\t"
-                 "@q4 st.volatile.shared.u32 [%0+16], r;\n\t@q5 st.volatile.shared.u32 [%0+20], r;\n\t"
-                 "@q6 st.volatile.shared.u32 [%0+24], r;\n\tsub.u32 r, r, 1;\n\t"
-                 "{ .reg .pred e; setp.ne.u32 e, r, 0; @e bra WASH_PREDICATES; }\n\t}"
-                 :: "r"((unsigned)__cvta_generic_to_shared(&spill[(unsigned)t & 31u][0])),
-                    "r"(w & 1u), "r"(w & 2u), "r"(w & 4u), "r"(w & 8u), "r"(w & 16u), "r"(w & 32u), "r"(w & 64u),
-                    "r"(rounds) : "memory");
 }
 extern "C" __global__ void __launch_bounds__(1024, 2) cudal2_scrub_regs(u64 key, unsigned* sink) {
     const u64 t = ((u64)blockIdx.x << 10) | threadIdx.x;

@@ -72,31 +72,40 @@ class CellList(ctypes.Structure):
     _fields_ = [("at", ctypes.c_longlong * CELLS_MAX), ("v", ctypes.c_ushort * CELLS_MAX)]
 
 _SRC = r"""
-// Two N(0, 1) draws from one hash word (Box-Muller on a 32-bit and a 24-bit uniform; accurate
-// log1pf and sincospif, so every launch, `matches`' too, makes the same bits), as fp16: a stamped
-// A is distributed as the unstamped turns' A (torch's normal_, then fp16), so no statistic of its
-// values tells a stamped call from an unstamped one. The first stamp of that kind (|x| in [0.5, 2),
-// 12 bits an element) was found from 64 exponent fields: a kernel could run honest on stamped A
-// alone, and otherwise as it liked where no stamp ran (bad/zz64, and a user's calls). Knowing a
-// key from the values gives nothing ahead: the next key needs the clocks of a launch that has not
-// run.
-// The radius from 1 - u1 = v in (0, 1), 32 bits, through log1pf: near v = 0 (the smallest radii)
-// v keeps its own bits where u1 = 1 - v would round to a 2^-24 grid, which showed in the pairs of
-// small radius of a large stamped A (review 66).
+// Two N(0, 1) draws from one hash word (Box-Muller on a 32-bit and a 24-bit uniform), as fp16: a
+// stamped A is distributed as the unstamped turns' A (torch's normal_, then fp16), so no statistic
+// of its values tells a stamped call from an unstamped one. The first stamp of that kind (|x| in
+// [0.5, 2), 12 bits an element) was found from 64 exponent fields: a kernel could run honest on
+// stamped A alone, and otherwise as it liked where no stamp ran (bad/zz64, and a user's calls).
+// Knowing a key from the values gives nothing ahead: the next key needs the clocks of a launch that
+// has not run. Every launch, `matches`' too, runs this same code, so it makes the same bits.
+// The radius from 1 - u1 = v in (0, 1), 32 bits: near v = 0 (the smallest radii) v keeps its own
+// bits where u1 = 1 - v would round to a 2^-24 grid, which showed in the pairs of small radius of a
+// large stamped A (review 66). Hardware approximations where they cost fp16 nothing: the accurate
+// log1pf and sincospif made the stamp three times as slow as the stamp before it (58.7 against
+// 20.0 us a call at 4096^3 on the H100, 2026-12-07: a quarter of the call it precedes, on both
+// sides of every pair).
 __device__ __forceinline__ unsigned stamp_pair(u64 h) {
     // (0, 1) in 2^-32 steps near 0; below 1 - 2^-24 (a float near 2^32 rounds up, and v = 1 is
     // an infinite radius)
     const float v = fminf(fmaf((float)(unsigned)(h >> 32), 2.3283064e-10f, 1.1641532e-10f), 0.99999994f);
     const float u2 = (float)((unsigned)h >> 8) * 5.9604645e-8f;   // [0, 1)
-    const float r = sqrtf(-2.0f * log1pf(-v));
+    // ln(1 - v): below v = 2^-4 its series to v^6/6 (the rest under 2^-24 of it), where 1 - v would
+    // round v's low bits away; above, the hardware log of 1 - v (1 - v within 2^-25, the log within
+    // 2^-21.4 absolute: relative error under 2^-17 there, against fp16's 2^-11)
+    const float l = v < 0.0625f
+        ? -v * fmaf(v, fmaf(v, fmaf(v, fmaf(v, fmaf(v, 0.16666667f, 0.2f), 0.25f), 0.33333334f), 0.5f), 1.0f)
+        : __logf(1.0f - v);
+    const float r = sqrtf(-2.0f * l);
     float sn, cs;
-    sincospif(2.0f * u2, &sn, &cs);
+    __sincosf(fmaf(u2, 6.2831855f, -3.1415927f), &sn, &cs);   // (an angle in [-pi, pi): error ~2^-21.4)
     return (unsigned)__half_as_ushort(__float2half_rn(r * cs)) |
            (unsigned)__half_as_ushort(__float2half_rn(r * sn)) << 16;
 }
-// Four elements of unit u from one key: two hash words, two draws each.
-__device__ __forceinline__ u64 stamp_quad(u64 h) {
-    return (u64)stamp_pair(h) | (u64)stamp_pair(mix(h ^ 0xA0761D6478BD642Full)) << 32;
+// Four elements of unit u of a block's key k: two hash words (splitmix64's finalizer of k ^ 2u and
+// k ^ 2u+1), two draws each.
+__device__ __forceinline__ u64 stamp_quad(u64 k, u64 u) {
+    return (u64)stamp_pair(mix(k ^ (u << 1))) | (u64)stamp_pair(mix(k ^ (u << 1) ^ 1u)) << 32;
 }
 
 // keys[b]: block b's key; keys[MAX_BLOCKS + b]: its tag, prf(secret ^ nonce, key ^ b), which only a
@@ -116,7 +125,8 @@ struct Cells { long long at[WPOS]; };
 // Bounded to a 32-register allotment, and ended by rewriting it (`wash_registers`, as the snapshot
 // node ends, under a key of the launch's secret): block 0's threads held the addresses of W's
 // cells, the rest their blocks' keys, and the call right after reads registers it never wrote
-// (tests/test_stamp.py reads the SASS).
+// (tests/test_stamp.py reads the SASS); and its predicates before that (`wash_predicates`, as the
+// register scrub does): every build left P0 set and P1 clear in every lane, which no scrub does.
 extern "C" __global__ void __launch_bounds__(BLOCK, 8)
 cudal2_stamp(unsigned short* X, long long n, u64* keys, u64 secret, u64 nonce, unsigned* bad, unsigned short* W,
              Cells cells, unsigned* sink) {
@@ -148,7 +158,7 @@ cudal2_stamp(unsigned short* X, long long n, u64* keys, u64 secret, u64 nonce, u
     for (int i = 0; i < WPOS; ++i) place = threadIdx.x == i ? cells.at[i] : place;
     if (blockIdx.x == 0 && threadIdx.x < WPOS && W && place >= 0) {
         unsigned short* w = W + place;
-        const unsigned short v = weight_half(mix(k ^ mix(~(u64)threadIdx.x)));   // (A's units hash mix(u))
+        const unsigned short v = weight_half(mix(k ^ mix(~(u64)threadIdx.x)));   // (A's units hash k ^ 2u, k ^ 2u+1)
         if (!bad) {
             *w = v;
         } else if (*w != v) {
@@ -158,7 +168,7 @@ cudal2_stamp(unsigned short* X, long long n, u64* keys, u64 secret, u64 nonce, u
     const long long units = (n + 3) / 4, per = (units + gridDim.x - 1) / gridDim.x;
     const long long lo = blockIdx.x * per, hi = lo + per < units ? lo + per : units;
     for (long long u = lo + threadIdx.x; u < hi; u += blockDim.x) {
-        const u64 q4 = stamp_quad(mix(k ^ mix((u64)u)));
+        const u64 q4 = stamp_quad(k, (u64)u);
         if (4 * u + 3 < n) {
             *(ulonglong1*)&X[4 * u] = make_ulonglong1(q4);
         } else {
@@ -174,6 +184,7 @@ cudal2_stamp(unsigned short* X, long long n, u64* keys, u64 secret, u64 nonce, u
             atomicAdd(bad, 1u);
         }
     }
+    wash_predicates(washed, threadIdx.x, sink);   // (review 69: its exit predicates told a stamp from a scrub)
     wash_registers(washed, threadIdx.x, sink);
 }
 

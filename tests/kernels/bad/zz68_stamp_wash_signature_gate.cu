@@ -22,7 +22,7 @@
 // the words are the judge's keyed scrub words (random), a user's earlier kernels' or this kernel's own.
 // The same key-0 words sit in R0..R29 of every stamp thread slot (a wgmma with run-time scale-d reads
 // them, guards.Scrubber's note) and the block's key sits in its stale __shared__ `key` (offset 0 of
-// its static shared memory): with it, one unit of A recomputed (stamp_quad(mix(k ^ mix(lo)))) proves
+// its static shared memory): with it, one unit of A recomputed (as the stamp then hashed it: stamp_quad(mix(k ^ mix(lo)))) proves
 // the call stamped without any pattern, though the key itself is no secret (it is logged).
 // Where stopped: nowhere on the bench; nothing refuses reading one's own uninitialized local frame
 // (LOCAL_BYTES allows 4 KiB), and the stamp's frame is public by design.
