@@ -11,7 +11,7 @@ Guarantees:
   elements). `write(j)` enqueues, on `stream()`'s stream (a graph's capture stream during a
   capture: the write becomes a node, and each replay writes anew), one small kernel that fills
   pool tensor j with N(0, 1) values as fp16 (Box-Muller, two from a hash word: distributed as the
-  unstamped turns' Gaussian A, so a kernel cannot tell a stamped call by its values) under keys
+  unstamped turns' Gaussian A but for its rarest pairs, see `_SRC`) under keys
   that each block draws when it runs: a hash of %globaltimer and %clock64 read then, and of the
   write's nonce. No value exists anywhere before the write runs, so an output computed earlier
   from that memory is stale. Each block logs its key (one small device array per pool tensor,
@@ -73,8 +73,12 @@ class CellList(ctypes.Structure):
 
 _SRC = r"""
 // Two N(0, 1) draws from one hash word (Box-Muller on a 32-bit and a 24-bit uniform), as fp16: a
-// stamped A is distributed as the unstamped turns' A (torch's normal_, then fp16), so no statistic
-// of its values tells a stamped call from an unstamped one. The first stamp of that kind (|x| in
+// stamped A is distributed as the unstamped turns' A (torch's normal_, then fp16). But for its
+// rarest pairs: torch's CUDA normal_ (curand's Box-Muller) puts its smallest radii on a 2^-24 grid,
+// the two values of a pair 270336 elements apart on an H100, and this stamp's are off it (its
+// largest radius also stops at 5.77): on an A of ~1M elements or more, the few pairs of tiny
+// values tell the two apart (review 69, host emulation). A gate only, as zz68's was; the fix would
+// fill the unstamped turns with this same kernel. The first stamp of that kind (|x| in
 // [0.5, 2), 12 bits an element) was found from 64 exponent fields: a kernel could run honest on
 // stamped A alone, and otherwise as it liked where no stamp ran (bad/zz64, and a user's calls).
 // Knowing a key from the values gives nothing ahead: the next key needs the clocks of a launch that
