@@ -303,6 +303,24 @@ def test_a_stamped_a_is_distributed_as_an_unstamped_gaussian_a():
     assert abs(float((a.abs() < 0.5).float().mean()) - 0.3829) < 0.005
 
 
+def test_the_unstamped_fill_is_the_stamps_generator_and_repeats_under_its_seed():
+    # review 69: torch's normal_ (the unstamped turns' fill until then) put its smallest radii on a
+    # grid the stamp's are off, which told a stamped A apart; the fill now runs the stamp's values
+    import torch
+
+    from cudal2.library.stamp import Stamp, gauss_fill
+    n = 1 << 20
+    a, b, c, s = (torch.empty(n, dtype=torch.float16, device="cuda") for _ in range(4))
+    stream = torch.cuda.current_stream().cuda_stream
+    for x, seed in ((a, 7), (b, 7), (c, 8)):
+        gauss_fill(x.data_ptr(), n, seed, stream)
+    st = Stamp([s.data_ptr()], n, lambda: stream)
+    st.write(0)
+    q = torch.linspace(0.01, 0.99, 99, device="cuda")
+    gap = (torch.quantile(a.float(), q) - torch.quantile(s.float(), q)).abs().max()
+    assert torch.equal(a, b) and not torch.equal(a, c) and float(gap) < 0.01, float(gap)
+
+
 def test_a_forged_or_replayed_stamp_log_is_found():
     # review 59 (bad/zz59_stamp_log_forgery): a kernel that found the log could write keys of its
     # own and an A they regenerate; each key's tag needs a secret and a nonce only launches hold

@@ -369,6 +369,13 @@ def _stamp(ptrs: list[int], elems: int, stream, weights: int):
     return stamp.Stamp(ptrs, elems, stream, weights)
 
 
+def _gauss_fill(ptr: int, elems: int, seed: int, stream: int) -> None:
+    """A pool tensor's fill between timed regions: `library.stamp.gauss_fill`, the stamp's own
+    values under keys from `seed`, so no statistic of A tells a stamped turn from an unstamped one."""
+    from cudal2.library import stamp
+    stamp.gauss_fill(ptr, elems, seed, stream)
+
+
 def _cells(W_ptr: int, rows: int, row: int, stream):
     """W's `feed.Cells` (`library.stamp.WeightCells`: the places only ever in launch parameters)."""
     from cudal2.library import stamp
@@ -412,8 +419,16 @@ def torch_feed(torch, A, W, calls: int, w_seed: int | None = None) -> Feed:
     l2 = torch.cuda.get_device_properties(A.device).L2_cache_size
     pool = [A] + [torch.empty_like(A) for _ in range(pool_size(calls, A.numel() * A.element_size(), l2) - 1)]
 
-    def fill(a, seed):
-        a.normal_(generator=torch.Generator(device=a.device).manual_seed(seed))
+    # the current stream's handle, asked at every stamp (a graph's capture stream during a capture):
+    # torch's raw getter where it has one, since building a Stream object took 4.6 us of the host
+    # time both sides pay a stamped eager call (eval/stamp_probe.py --host, H100)
+    raw, dev = getattr(torch._C, "_cuda_getCurrentRawStream", None), A.device.index
+
+    def stream():
+        return raw(dev) if raw is not None else torch.cuda.current_stream().cuda_stream
+
+    def fill(a, seed):   # the stamp's generator (review 69: torch's normal_ told an unstamped A apart)
+        _gauss_fill(a.data_ptr(), a.numel(), seed, stream())
 
     def matches(a, seed):
         want = torch.empty_like(a)
@@ -447,13 +462,6 @@ def torch_feed(torch, A, W, calls: int, w_seed: int | None = None) -> Feed:
     def precise(out, ref, a, seed, skip=()):
         return _torch_precise(torch, out, ref, a, W, seed, skip)
 
-    # the current stream's handle, asked at every stamp (a graph's capture stream during a capture):
-    # torch's raw getter where it has one, since building a Stream object took 4.6 us of the host
-    # time both sides pay a stamped eager call (eval/stamp_probe.py --host, H100)
-    raw, dev = getattr(torch._C, "_cuda_getCurrentRawStream", None), A.device.index
-
-    def stream():
-        return raw(dev) if raw is not None else torch.cuda.current_stream().cuda_stream
     feed = Feed(pool, fill, lambda a: torch.nn.functional.linear(a, W), _torch_agreement,
                 out_bytes=A.shape[0] * W.shape[0] * A.element_size(), matches=matches,
                 weights_intact=weights_intact, snapshot=Snap(), precise=precise, new_weights=new_weights,
@@ -469,8 +477,8 @@ def cupy_feed(cp, A, B, calls: int, randn=None, b_seed: int | None = None) -> Fe
     l2 = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)["l2CacheSize"]
     pool = [A] + [cp.empty_like(A) for _ in range(pool_size(calls, A.nbytes, l2) - 1)]
 
-    def fill(a, seed):
-        a[...] = cp.random.default_rng(seed).standard_normal(a.shape, dtype=cp.float32)
+    def fill(a, seed):   # the stamp's generator, as torch_feed's
+        _gauss_fill(a.data.ptr, a.size, seed, cp.cuda.get_current_stream().ptr)
 
     def matches(a, seed):
         want = cp.empty_like(a)

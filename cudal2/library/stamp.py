@@ -10,8 +10,8 @@ Guarantees:
 - `Stamp(ptrs, elems, stream)` covers a pool of equal fp16 tensors (their device addresses, their
   elements). `write(j)` enqueues, on `stream()`'s stream (a graph's capture stream during a
   capture: the write becomes a node, and each replay writes anew), one small kernel that fills
-  pool tensor j with N(0, 1) values as fp16 (Box-Muller, two from a hash word: distributed as the
-  unstamped turns' Gaussian A but for its rarest pairs, see `_SRC`) under keys
+  pool tensor j with N(0, 1) values as fp16 (Box-Muller, two from a hash word: the values
+  `gauss_fill` gives the unstamped turns' A, so no statistic tells the two apart) under keys
   that each block draws when it runs: a hash of %globaltimer and %clock64 read then, and of the
   write's nonce. No value exists anywhere before the write runs, so an output computed earlier
   from that memory is stale. Each block logs its key (one small device array per pool tensor,
@@ -72,13 +72,12 @@ class CellList(ctypes.Structure):
     _fields_ = [("at", ctypes.c_longlong * CELLS_MAX), ("v", ctypes.c_ushort * CELLS_MAX)]
 
 _SRC = r"""
-// Two N(0, 1) draws from one hash word (Box-Muller on a 32-bit and a 24-bit uniform), as fp16: a
-// stamped A is distributed as the unstamped turns' A (torch's normal_, then fp16). But for its
-// rarest pairs: torch's CUDA normal_ (curand's Box-Muller) puts its smallest radii on a 2^-24 grid,
-// the two values of a pair 270336 elements apart on an H100, and this stamp's are off it (its
-// largest radius also stops at 5.77): on an A of ~1M elements or more, the few pairs of tiny
-// values tell the two apart (review 69, host emulation). A gate only, as zz68's was; the fix would
-// fill the unstamped turns with this same kernel. The first stamp of that kind (|x| in
+// Two N(0, 1) draws from one hash word (Box-Muller on a 32-bit and a 24-bit uniform), as fp16. The
+// unstamped turns' A is filled with these same values (`cudal2_gauss_fill`, under keys from a host
+// seed), so no statistic of A's values tells a stamped call from an unstamped one: with torch's
+// normal_ there, its rarest pairs did (curand's Box-Muller puts its smallest radii on a 2^-24 grid,
+// the stamp's are off it, and its largest radius stops at 5.77: on an A of ~1M elements or more,
+// review 69, host emulation). The first stamp of that kind (|x| in
 // [0.5, 2), 12 bits an element) was found from 64 exponent fields: a kernel could run honest on
 // stamped A alone, and otherwise as it liked where no stamp ran (bad/zz64, and a user's calls).
 // Knowing a key from the values gives nothing ahead: the next key needs the clocks of a launch that
@@ -110,6 +109,19 @@ __device__ __forceinline__ unsigned stamp_pair(u64 h) {
 // k ^ 2u+1), two draws each.
 __device__ __forceinline__ u64 stamp_quad(u64 k, u64 u) {
     return (u64)stamp_pair(mix(k ^ (u << 1))) | (u64)stamp_pair(mix(k ^ (u << 1) ^ 1u)) << 32;
+}
+// This block's share of X (n elements, a run of whole units), from key k.
+__device__ __forceinline__ void stamp_share(unsigned short* X, long long n, u64 k) {
+    const long long units = (n + 3) / 4, per = (units + gridDim.x - 1) / gridDim.x;
+    const long long lo = blockIdx.x * per, hi = lo + per < units ? lo + per : units;
+    for (long long u = lo + threadIdx.x; u < hi; u += blockDim.x) {
+        const u64 q4 = stamp_quad(k, (u64)u);
+        if (4 * u + 3 < n) {
+            *(ulonglong1*)&X[4 * u] = make_ulonglong1(q4);
+        } else {
+            for (int q = 0; q < 4 && 4 * u + q < n; ++q) X[4 * u + q] = (unsigned short)(q4 >> (16 * q));
+        }
+    }
 }
 
 // keys[b]: block b's key; keys[MAX_BLOCKS + b]: its tag, prf(secret ^ nonce, key ^ b), which only a
@@ -169,16 +181,7 @@ cudal2_stamp(unsigned short* X, long long n, u64* keys, u64 secret, u64 nonce, u
             atomicAdd(bad, 1u);
         }
     }
-    const long long units = (n + 3) / 4, per = (units + gridDim.x - 1) / gridDim.x;
-    const long long lo = blockIdx.x * per, hi = lo + per < units ? lo + per : units;
-    for (long long u = lo + threadIdx.x; u < hi; u += blockDim.x) {
-        const u64 q4 = stamp_quad(k, (u64)u);
-        if (4 * u + 3 < n) {
-            *(ulonglong1*)&X[4 * u] = make_ulonglong1(q4);
-        } else {
-            for (int q = 0; q < 4 && 4 * u + q < n; ++q) X[4 * u + q] = (unsigned short)(q4 >> (16 * q));
-        }
-    }
+    stamp_share(X, n, k);
     if (threadIdx.x == 0) {   // the tag last: its hash overlaps the other warps' writes
         const u64 tag = prf(secret ^ nonce, k ^ blockIdx.x);
         if (!bad) {
@@ -190,6 +193,14 @@ cudal2_stamp(unsigned short* X, long long n, u64* keys, u64 secret, u64 nonce, u
     }
     wash_predicates(washed, threadIdx.x, sink);   // (review 69: its exit predicates told a stamp from a scrub)
     wash_registers(washed, threadIdx.x, sink);
+}
+
+// The unstamped turns' fill (`gauss_fill`): the stamp's own values, under block keys from a host
+// seed, so a stamped A and an unstamped one come from one generator. torch's normal_ (curand's
+// Box-Muller) puts its smallest radii on a 2^-24 grid and the stamp's are off it, which told the two
+// apart on an A of ~1M elements or more (review 69).
+extern "C" __global__ void __launch_bounds__(BLOCK) cudal2_gauss_fill(unsigned short* X, long long n, u64 seed) {
+    stamp_share(X, n, mix(seed ^ mix(~(u64)blockIdx.x)));
 }
 
 // The feed's reads and sets of W's cells (before a turn, to keep what they held; after it, to put
@@ -230,6 +241,15 @@ def _kernel(name: str) -> ctypes.c_void_p:
     """One of `source()`'s kernels, compiled once (NVRTC), as a CUfunction."""
     from cudal2.harness import rawkernels
     return ctypes.c_void_p(rawkernels.function(source(), name).kernel.ptr)
+
+
+def gauss_fill(ptr: int, elems: int, seed: int, stream: int) -> None:
+    """Enqueue on `stream` a fill of `elems` fp16 at `ptr` (8-byte aligned) with the stamp's N(0, 1)
+    values under keys from `seed`: the same bits for the same seed, and the stamp's distribution."""
+    from cudal2.harness import driver
+    vals = (ctypes.c_void_p(ptr), ctypes.c_longlong(elems), ctypes.c_uint64(seed % (1 << 64)))
+    driver.check(driver.lib().cuLaunchKernel(_kernel("cudal2_gauss_fill"), blocks(elems), 1, 1, BLOCK, 1, 1, 0,
+                                             stream, driver.params(vals), None), "cuLaunchKernel(cudal2_gauss_fill)")
 
 
 class Stamp:
