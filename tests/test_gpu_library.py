@@ -297,9 +297,11 @@ def test_a_stamped_a_is_distributed_as_an_unstamped_gaussian_a():
     st = Stamp([a.data_ptr()], n, lambda: torch.cuda.current_stream().cuda_stream)
     st.write(0)
     fill = torch.empty_like(a).normal_()
+    # two samples of 2^20: their 1st and 99th percentiles differ by 0.005 (one standard error), so
+    # a bound of 0.01 failed about one run in fourteen (review 70); a wrong distribution is far off
     q = torch.linspace(0.01, 0.99, 99, device="cuda")
     gap = (torch.quantile(a.float(), q) - torch.quantile(fill.float(), q)).abs().max()
-    assert st.matches(0) and float(gap) < 0.01, float(gap)
+    assert st.matches(0) and float(gap) < 0.02, float(gap)
     assert abs(float((a.abs() < 0.5).float().mean()) - 0.3829) < 0.005
 
 
@@ -318,7 +320,7 @@ def test_the_unstamped_fill_is_the_stamps_generator_and_repeats_under_its_seed()
     st.write(0)
     q = torch.linspace(0.01, 0.99, 99, device="cuda")
     gap = (torch.quantile(a.float(), q) - torch.quantile(s.float(), q)).abs().max()
-    assert torch.equal(a, b) and not torch.equal(a, c) and float(gap) < 0.01, float(gap)
+    assert torch.equal(a, b) and not torch.equal(a, c) and float(gap) < 0.02, float(gap)
 
 
 def test_a_forged_or_replayed_stamp_log_is_found():

@@ -192,9 +192,11 @@ class Feed:
         self.pool, self.fill, self.reference, self.compare = pool, fill, reference, agreement
         self.matches, self.weights_intact, self.precise, self.rewrite_weights = matches, weights_intact, precise, new_weights
         self.round_cap = max(3, min(len(pool), KEPT_BYTES // max(out_bytes, 1)))
-        self.draw = random.Random(seed)
-        # the cells of W each turn sets: from the OS's entropy where no seed is given (a Mersenne
-        # Twister's draws can be predicted from enough of its output: review 62)
+        # the fills' seeds, W's, the snapshots' and the checks' draws, and the cells of W each turn
+        # sets: from the OS's entropy where no seed is given (a Mersenne Twister's draws can be
+        # predicted from enough of its output: review 62 for the cells; review 70 for the rest,
+        # whose fill seeds a kernel could read back from the fill's registers)
+        self.draw = random.Random(seed) if seed is not None else random.SystemRandom()
         self.cell_draw = random.Random(seed) if seed is not None else random.SystemRandom()
         self.seeds: list[int | None] = [None] * len(pool)
         self.i = 0

@@ -245,11 +245,17 @@ def _kernel(name: str) -> ctypes.c_void_p:
 
 def gauss_fill(ptr: int, elems: int, seed: int, stream: int) -> None:
     """Enqueue on `stream` a fill of `elems` fp16 at `ptr` (8-byte aligned) with the stamp's N(0, 1)
-    values under keys from `seed`: the same bits for the same seed, and the stamp's distribution."""
-    from cudal2.harness import driver
+    values under keys from `seed`: the same bits for the same seed, and the stamp's distribution.
+    Then the judge's register scrubs on the same stream: the fill's block keys stay in registers,
+    and inverting `mix` on one gives the seed (review 70)."""
+    import cupy as cp
+
+    from cudal2.harness import driver, guards
     vals = (ctypes.c_void_p(ptr), ctypes.c_longlong(elems), ctypes.c_uint64(seed % (1 << 64)))
     driver.check(driver.lib().cuLaunchKernel(_kernel("cudal2_gauss_fill"), blocks(elems), 1, 1, BLOCK, 1, 1, 0,
                                              stream, driver.params(vals), None), "cuLaunchKernel(cudal2_gauss_fill)")
+    with cp.cuda.ExternalStream(stream):
+        guards.scrub_regs()
 
 
 class Stamp:
