@@ -286,6 +286,15 @@ def test_the_feeds_stream_is_the_current_stream_on_a_side_stream_too():
         assert feed.stamp.stream() == side.cuda_stream
 
 
+def _quantile_gap(a, b) -> float:
+    """The largest gap between the 1st..99th percentiles of two samples. Two samples of 2^20: their
+    1st and 99th percentiles differ by 0.005 (one standard error), so a bound of 0.01 failed about
+    one run in fourteen (review 70); a wrong distribution is far off."""
+    import torch
+    q = torch.linspace(0.01, 0.99, 99, device=a.device)
+    return float((torch.quantile(a.float(), q) - torch.quantile(b.float(), q)).abs().max())
+
+
 def test_a_stamped_a_is_distributed_as_an_unstamped_gaussian_a():
     # values of magnitude 0.5 to 2 told a stamped call from 64 exponent fields (a kernel honest only
     # there, bad/zz64); the stamp now draws N(0, 1) as the unstamped turns' fill does
@@ -296,12 +305,8 @@ def test_a_stamped_a_is_distributed_as_an_unstamped_gaussian_a():
     a = torch.empty(n, dtype=torch.float16, device="cuda")
     st = Stamp([a.data_ptr()], n, lambda: torch.cuda.current_stream().cuda_stream)
     st.write(0)
-    fill = torch.empty_like(a).normal_()
-    # two samples of 2^20: their 1st and 99th percentiles differ by 0.005 (one standard error), so
-    # a bound of 0.01 failed about one run in fourteen (review 70); a wrong distribution is far off
-    q = torch.linspace(0.01, 0.99, 99, device="cuda")
-    gap = (torch.quantile(a.float(), q) - torch.quantile(fill.float(), q)).abs().max()
-    assert st.matches(0) and float(gap) < 0.02, float(gap)
+    gap = _quantile_gap(a, torch.empty_like(a).normal_())
+    assert st.matches(0) and gap < 0.02, gap
     assert abs(float((a.abs() < 0.5).float().mean()) - 0.3829) < 0.005
 
 
@@ -318,9 +323,8 @@ def test_the_unstamped_fill_is_the_stamps_generator_and_repeats_under_its_seed()
         gauss_fill(x.data_ptr(), n, seed, stream)
     st = Stamp([s.data_ptr()], n, lambda: stream)
     st.write(0)
-    q = torch.linspace(0.01, 0.99, 99, device="cuda")
-    gap = (torch.quantile(a.float(), q) - torch.quantile(s.float(), q)).abs().max()
-    assert torch.equal(a, b) and not torch.equal(a, c) and float(gap) < 0.02, float(gap)
+    gap = _quantile_gap(a, s)
+    assert torch.equal(a, b) and not torch.equal(a, c) and gap < 0.02, gap
 
 
 def test_a_forged_or_replayed_stamp_log_is_found():

@@ -477,8 +477,11 @@ def cupy_feed(cp, A, B, calls: int, randn=None, b_seed: int | None = None) -> Fe
     l2 = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)["l2CacheSize"]
     pool = [A] + [cp.empty_like(A) for _ in range(pool_size(calls, A.nbytes, l2) - 1)]
 
+    def stream():
+        return cp.cuda.get_current_stream().ptr
+
     def fill(a, seed):   # the stamp's generator, as torch_feed's
-        _gauss_fill(a.data.ptr, a.size, seed, cp.cuda.get_current_stream().ptr)
+        _gauss_fill(a.data.ptr, a.size, seed, stream())
 
     def matches(a, seed):
         want = cp.empty_like(a)
@@ -523,9 +526,6 @@ def cupy_feed(cp, A, B, calls: int, randn=None, b_seed: int | None = None) -> Fe
         import torch
     except ImportError:   # a cupy-only environment: the bound on the largest error only
         precise, torch = None, None
-
-    def stream():
-        return cp.cuda.get_current_stream().ptr
     feed = Feed(pool, fill, lambda a: cp.matmul(a, B.T), agreement, out_bytes=A.shape[0] * B.shape[0] * A.itemsize,
                 matches=matches, weights_intact=weights_intact, snapshot=Snap(), new_weights=new_weights,
                 precise=precise, stamp=_stamp([a.data.ptr for a in pool], A.size, stream, B.data.ptr),

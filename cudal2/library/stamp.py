@@ -250,12 +250,23 @@ def gauss_fill(ptr: int, elems: int, seed: int, stream: int) -> None:
     and inverting `mix` on one gives the seed (review 70)."""
     import cupy as cp
 
-    from cudal2.harness import driver, guards
+    from cudal2.harness import driver
     vals = (ctypes.c_void_p(ptr), ctypes.c_longlong(elems), ctypes.c_uint64(seed % (1 << 64)))
     driver.check(driver.lib().cuLaunchKernel(_kernel("cudal2_gauss_fill"), blocks(elems), 1, 1, BLOCK, 1, 1, 0,
                                              stream, driver.params(vals), None), "cuLaunchKernel(cudal2_gauss_fill)")
     with cp.cuda.ExternalStream(stream):
-        guards.scrub_regs()
+        _scrub()
+
+
+def _scrub() -> None:
+    """The register scrubs the judge runs before a call (`guards.scrub_regs`), on the current
+    stream, after a kernel of this module whose registers held what no call may read (a launch can
+    read registers it never wrote: wgmma with run-time scale-d read 22% of an earlier launch's words
+    on the H100, eval/README): the cells kernel's threads formed W + place (`WeightCells.get` in
+    `Feed.begin` reads every cell the turn will set), and the fill's block keys give its seed back
+    through `mix`."""
+    from cudal2.harness import guards
+    guards.scrub_regs()
 
 
 class Stamp:
@@ -375,7 +386,7 @@ class WeightCells:
                 self._launch(part, None, self.out.data.ptr, s)
                 got += self.out[:len(part)].get(stream=st).tolist()
             self.out.fill(0)   # (values, not places; kept nowhere once read: review 63)
-            self._scrub()
+            _scrub()
         return got
 
     def put(self, at: Sequence[int], vals: Sequence[int]) -> None:
@@ -383,13 +394,4 @@ class WeightCells:
         with self.cp.cuda.ExternalStream(s):
             for i in range(0, len(at), CELLS_MAX):
                 self._launch(at[i:i + CELLS_MAX], vals[i:i + CELLS_MAX], 0, s)
-            self._scrub()
-
-    @staticmethod
-    def _scrub() -> None:
-        """The register scrubs the judge runs before a call (`guards.scrub_regs`), on the current
-        stream: the cells kernel's threads formed W + place in registers, and a launch can read
-        registers it never wrote (wgmma with run-time scale-d: 22% of an earlier launch's words
-        on the H100, eval/README); `get` in `Feed.begin` reads every cell the turn will set."""
-        from cudal2.harness import guards
-        guards.scrub_regs()
+            _scrub()
