@@ -182,8 +182,8 @@ class TrainConfig:
                               "than the floor; compiling alone earns nothing).", ge=0)
     speedup_cap: float = _f(2.0, "The speedup term is min(speedup, cap) / cap: a verified kernel earns at most "
                                  "verified + (1 - verified) at this speedup over the vendor, and no more.", gt=0)
-    ncu_weight: float = _f(0.0, "Weight of the optional Nsight Compute term (tensor-pipe utilization, in [0, 1]); "
-                                "0 skips profiling.", ge=0, le=1)
+    ncu_weight: float = _f(0.0, "Weight of the optional Nsight Compute term (tensor-pipe utilization, in [0, 1], capped "
+                                "by the verified FLOP rate: rl/reward.verified_pipe); 0 skips profiling.", ge=0, le=1)
     holdout_fraction: float = _f(0.1, "Shapes of the 1000-shape grid held out of training (chosen by a hash of the "
                                       "shape, the same on every machine).", ge=0, le=0.9)
     num_generations: int = _f(4, "Completions per prompt (a GRPO group).", ge=2)

@@ -52,12 +52,32 @@ def test_the_ncu_term_is_bounded():
     assert shape(cfg, "done", ok=True, speedup=2.0, ncu=7.0).reward == pytest.approx(1.5)
 
 
-def test_the_ncu_term_reads_the_profilers_tensor_pipe_share():
+def _profiled(pipe_pct: float, tflops: dict[str, float], peak: float | None = 1000.0) -> EvalResult:
     r = EvalResult("x", "h", 64, 64, 64)
     r.ok, r.stage = True, Stage.DONE
     r.speedup = {"offline": {"vendor_default": 1.0}, "server": {"vendor_default": 1.0}}
-    r.profile = {"summary": {"tensor_pipe_pct": 50.0}}
+    r.profile = {"summary": {"tensor_pipe_pct": pipe_pct}}
+    r.tflops, r.gpu = tflops, ({} if peak is None else {"peak_tflops": peak})
+    return r
+
+
+def test_the_ncu_term_reads_the_profilers_tensor_pipe_share():
+    r = _profiled(50.0, {"offline": 450.0, "server": 400.0})
     assert from_result(TrainConfig(ncu_weight=0.2), r).ncu == pytest.approx(0.5)
+
+
+def test_tensor_pipe_activity_beyond_the_verified_flop_rate_earns_nothing():
+    # review 71: a kernel spinning on mma.sync in the profiled call read ~100% at 4% of peak
+    padded, honest = _profiled(99.0, {"offline": 40.0}), _profiled(5.0, {"offline": 40.0})
+    cfg = TrainConfig(ncu_weight=0.2)
+    assert from_result(cfg, padded).ncu == pytest.approx(0.05)
+    assert from_result(cfg, padded).reward == pytest.approx(from_result(cfg, honest).reward)
+
+
+@pytest.mark.parametrize("missing", ["peak", "tflops"])
+def test_without_the_judges_rate_or_peak_there_is_no_ncu_term(missing):
+    r = _profiled(80.0, {} if missing == "tflops" else {"offline": 700.0}, None if missing == "peak" else 1000.0)
+    assert from_result(TrainConfig(ncu_weight=0.2), r).ncu is None
 
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), 0.0, -1.0])
