@@ -17,7 +17,8 @@ from .test_snapshots_sass import _after_the_loop  # noqa: E402
 
 
 def test_a_tensor_gets_one_block_per_share_and_at_most_the_logged_keys():
-    assert stamp.blocks(1) == 1 and stamp.blocks(16 * 4096) == 8 and stamp.blocks(1 << 30) == stamp.MAX_BLOCKS
+    assert stamp.blocks(1) == 1 and stamp.blocks(4 * stamp.BLOCK) == 1 and stamp.blocks(4 * stamp.BLOCK + 1) == 2
+    assert stamp.blocks(16 * 4096) == 64 and stamp.blocks(1 << 30) == stamp.MAX_BLOCKS
 
 
 @pytest.fixture(scope="module", params=[(c, a) for c in COMPILERS for a in ("sm_90", "sm_90a")], ids="-".join)

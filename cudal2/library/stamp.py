@@ -55,7 +55,13 @@ from typing import Callable, Sequence
 
 BLOCK = 256
 MAX_BLOCKS = 1024           # keys logged per tensor; a block's share of A is contiguous
-PER_BLOCK = 32 * BLOCK      # elements a block takes before the grid grows
+# Elements a block takes before the grid grows: one unit of four a thread. A thread's turns run one
+# after another, each ~150 instructions of two hashes and two Box-Muller pairs, and a small A gets
+# few blocks, so the stamp's latency there was its turns: 32 elements a thread took 4.5-6.8 us a
+# call at M <= 128 on the H100 (2026-12-07, against 2.3-3.3 for the 12-bit stamp), a third of a
+# decode call, on both sides of every pair. Past MAX_BLOCKS x PER_BLOCK elements the grid is capped
+# and each thread takes more turns, as before.
+PER_BLOCK = 4 * BLOCK
 WPOS = 2                    # cells of W a write sets beside its A (one would do; two for margin)
 
 
