@@ -156,6 +156,57 @@ def test_the_vendors_turn_is_checked_alike_but_counts_apart():
     assert compared.count(True) == compared.count(False) > 0   # the same compares on both sides
 
 
+def noisy_feed(n):
+    """A feed whose outputs are (C, contents, noise): the checks' bound reads the first two, `same`
+    all three (a nondeterministic kernel's right answers differ in their low bits)."""
+    feed = make_feed(n)
+    feed.compare = lambda got, want, **_: {"agree": getattr(got, "value", got)[:2] == want[:2]}   # (a snapshot's Copy)
+    feed.same = lambda x, y: x == y
+    return feed
+
+
+def gemm_with_noise(clock, noise):
+    def gemm(a):
+        clock.spent += 1.0
+        return ("C", a.contents, noise())
+    return gemm
+
+
+def test_a_kernel_whose_right_answers_differ_from_call_to_call_is_caught():
+    # review 71: the judge asks bit-for-bit determinism; the bench did not, and a kernel can tell
+    # the bench's inputs from the judge's (an atomic reduction outside the judge alone)
+    clock, feed = CostClock(), noisy_feed(4)
+    feed.fresh()
+    count = iter(range(1 << 30))
+    ours = feed.caller(gemm_with_noise(clock, lambda: next(count)), checked=True)
+    theirs = feed.caller(gemm_with_noise(clock, lambda: 0))
+    row = pb.paced_modes(clock, ours, theirs, rounds=3, calls=4, feed=feed)
+    assert row["timed_checks"]["failed"] == row["timed_checks"]["rounds"] > 0
+    assert feed.why[True] == {"determinism": row["timed_checks"]["rounds"]} and feed.other_failures == 0
+
+
+def test_a_deterministic_kernel_passes_the_rerun_and_each_side_is_rerun_alike():
+    clock, feed = CostClock(), noisy_feed(4)
+    feed.fresh()
+    reruns = {"ours": 0, "theirs": 0}
+
+    def same(x, y):
+        reruns[x[3]] += 1
+        return x == y
+    feed.same = same
+
+    def gemm(side):
+        def call(a):
+            clock.spent += 1.0
+            return ("C", a.contents, 0, side)
+        return call
+    row = pb.paced_modes(clock, feed.caller(gemm("ours"), checked=True), feed.caller(gemm("theirs")),
+                         rounds=3, calls=4, feed=feed)
+    assert row["timed_checks"]["failed"] == 0 and feed.other_failures == 0
+    # one output made again a checked turn, on each side alike: the same untimed work on both sides
+    assert reruns["ours"] == reruns["theirs"] == row["timed_checks"]["rounds"] > 0
+
+
 def test_the_pool_fits_a_quarter_of_the_l2_and_holds_at_least_three():
     l2 = 50 << 20
     assert fd.pool_size(50, 1000, l2) == 50

@@ -430,15 +430,18 @@ def torch_feed(torch, A, W, calls: int, w_seed: int | None = None) -> Feed:
     def fill(a, seed):   # the stamp's generator (review 69: torch's normal_ told an unstamped A apart)
         _gauss_fill(a.data_ptr(), a.numel(), seed, stream())
 
-    def matches(a, seed):   # bit for bit (torch.equal takes -0 for 0)
+    def same(x, y):   # bit for bit (torch.equal takes -0 for 0)
+        return torch.equal(x.view(torch.int16), y.view(torch.int16))
+
+    def matches(a, seed):
         want = torch.empty_like(a)
         fill(want, seed)
-        return torch.equal(a.view(torch.int16), want.view(torch.int16))
+        return same(a, want)
 
     seeds = [w_seed]
 
     def weights_intact():
-        return seeds[0] is None or torch.equal(W, _torch_randn(torch, tuple(W.shape), seeds[0]))
+        return seeds[0] is None or same(W, _torch_randn(torch, tuple(W.shape), seeds[0]))
 
     def new_weights(seed):   # W rewritten in place, as an optimizer step or a weight sync does
         if seeds[0] is not None:
@@ -466,7 +469,8 @@ def torch_feed(torch, A, W, calls: int, w_seed: int | None = None) -> Feed:
                 out_bytes=A.shape[0] * W.shape[0] * A.element_size(), matches=matches,
                 weights_intact=weights_intact, snapshot=Snap(), precise=precise, new_weights=new_weights,
                 stamp=_stamp([a.data_ptr() for a in pool], A.numel(), stream, W.data_ptr()),
-                cells=_cells(W.data_ptr(), *W.shape, stream), aside=_torch_aside(torch))
+                cells=_cells(W.data_ptr(), *W.shape, stream), aside=_torch_aside(torch),
+                same=same)
     feed.fresh()
     return feed
 
@@ -483,15 +487,18 @@ def cupy_feed(cp, A, B, calls: int, randn=None, b_seed: int | None = None) -> Fe
     def fill(a, seed):   # the stamp's generator, as torch_feed's
         _gauss_fill(a.data.ptr, a.size, seed, stream())
 
+    def same(x, y):   # bit for bit
+        return bool((x.view(cp.uint16) == y.view(cp.uint16)).all())
+
     def matches(a, seed):
         want = cp.empty_like(a)
         fill(want, seed)
-        return bool((a.view(cp.uint16) == want.view(cp.uint16)).all())
+        return same(a, want)
 
     seeds = [b_seed]
 
     def weights_intact():
-        return seeds[0] is None or bool((B.view(cp.uint16) == randn(B.shape, seeds[0]).view(cp.uint16)).all())
+        return seeds[0] is None or same(B, randn(B.shape, seeds[0]))
 
     def new_weights(seed):
         if seeds[0] is not None:
@@ -529,7 +536,8 @@ def cupy_feed(cp, A, B, calls: int, randn=None, b_seed: int | None = None) -> Fe
     feed = Feed(pool, fill, lambda a: cp.matmul(a, B.T), agreement, out_bytes=A.shape[0] * B.shape[0] * A.itemsize,
                 matches=matches, weights_intact=weights_intact, snapshot=Snap(), new_weights=new_weights,
                 precise=precise, stamp=_stamp([a.data.ptr for a in pool], A.size, stream, B.data.ptr),
-                cells=_cells(B.data.ptr, *B.shape, stream), aside=_cupy_aside(cp, torch))
+                cells=_cells(B.data.ptr, *B.shape, stream), aside=_cupy_aside(cp, torch),
+                same=same)
     feed.fresh()
     return feed
 
