@@ -5,7 +5,7 @@ import pytest
 
 from cudal2.config import TrainConfig
 from cudal2.result import EvalResult, Fault, Stage
-from cudal2.rl.reward import from_result, shape
+from cudal2.rl.reward import USEFUL_SLACK, from_result, shape
 
 CFG = TrainConfig()
 
@@ -64,14 +64,16 @@ def _profiled(pipe_pct: float, tflops: dict[str, float], peak: float | None = 10
 def test_the_ncu_term_reads_the_profilers_tensor_pipe_share():
     r = _profiled(50.0, {"offline": 450.0, "server": 400.0})
     assert from_result(TrainConfig(ncu_weight=0.2), r).ncu == pytest.approx(0.5)
+    top = _profiled(98.3, {"offline": 770.0}, 989.0)   # 8192^3 on the H100 (eval/README.md): kept whole
+    assert from_result(TrainConfig(ncu_weight=0.2), top).ncu == pytest.approx(0.983)
 
 
 def test_tensor_pipe_activity_beyond_the_verified_flop_rate_earns_nothing():
     # review 71: a kernel spinning on mma.sync in the profiled call read ~100% at 4% of peak
     padded, honest = _profiled(99.0, {"offline": 40.0}), _profiled(5.0, {"offline": 40.0})
     cfg = TrainConfig(ncu_weight=0.2)
-    assert from_result(cfg, padded).ncu == pytest.approx(0.05)
-    assert from_result(cfg, padded).reward == pytest.approx(from_result(cfg, honest).reward)
+    assert from_result(cfg, padded).ncu == pytest.approx(USEFUL_SLACK * 0.04)   # not 0.99
+    assert from_result(cfg, padded).reward - from_result(cfg, honest).reward <= 0.2 * (USEFUL_SLACK * 0.04 - 0.05) + 1e-12
 
 
 @pytest.mark.parametrize("missing", ["peak", "tflops"])

@@ -27,9 +27,10 @@ Guarantees:
   at 12288x12288x4096 on the H100); only a `checked` caller's failures count (`failures`,
   `checks`), the other's go to `other_failures`. `check(untimed=True)` checks the calls nobody
   times alike (a graph's warm-up pass, the bench's warm-up calls), so skipping them to start the
-  timed region on a cooler GPU fails. Where the feed has `same`, one drawn checked output of each
-  side's turn is made again, from its A and W as its call read them, and must equal it bit for
-  bit: the judge's determinism, which a kernel could keep in the judge alone (review 71).
+  timed region on a cooler GPU fails. Where the feed has a `Rerun`, one drawn checked output of
+  each side's turn is made again, from a copy of its A and W as its call read them, and must equal
+  it bit for bit: the judge's determinism, which a kernel could keep in the judge alone (review
+  71; `Feed._made_again`).
 - right behind one call of each pass (drawn for each pass apart, never the last), a few drawn
   elements of its output are copied on its stream into a buffer made before the pass
   (`Snapshot`; a node of the graph in graph mode): an output must be there when its call returns,
@@ -80,7 +81,9 @@ Does not: time anything, or stop a kernel from keeping state.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
+import gc
 import random
 from typing import Any, Callable
 
@@ -110,6 +113,28 @@ class Snapshot:
     def take(self, out: Any, places: Any, into: Any) -> None: ...
     def pick(self, ref: Any, places: Any) -> Any: ...
 
+
+@dataclasses.dataclass(frozen=True)
+class Rerun:
+    """How the feed makes a checked output again (the judge's determinism): `copy(x)` a copy of an
+    output or an A at a new address, `put(x, into)` x's contents into `into`, `scramble(x, seed)`
+    new values over an output, `same(x, y)` whether two are equal bit for bit. All untimed, on the
+    current stream, in the feed's aside pool."""
+
+    copy: Callable[[Any], Any]
+    put: Callable[[Any, Any], None]
+    scramble: Callable[[Any, int], None]
+    same: Callable[[Any, Any], bool]
+
+
+# A checked output made again may take this many of its side's timed calls, and RERUN_SLACK_MS more
+# (one eager call timed alone: its host's dispatch, and a stray pause of the host, with Python's
+# garbage collector held off meanwhile; a false failure would leave an honest entry unserved): a
+# longer one did untimed work shortly before the other side's timed region (heat), which the pair
+# would charge to that side (review 72). Between the two lie the other side's own untimed check
+# and fill, several calls' worth of GPU work, which leave nothing of an L2 the call filled.
+RERUN_CALLS = 2.0
+RERUN_SLACK_MS = 2.0
 
 PASSES = 2   # passes of a turn's calls: a graph's warm-up and its capture (eager: one)
 # writes of a pass that also set WPOS cells of W, on average (`_writers`: its last call, and each
@@ -166,6 +191,17 @@ def _aside(method):
     return run
 
 
+def _ungarbaged(time, work):
+    """`time(work)` with Python's garbage collector held off (its pauses would count)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        return time(work)
+    finally:
+        if was:
+            gc.enable()
+
+
 class Feed:
     def __init__(self, pool: list, fill: Callable[[Any, int], None], reference: Callable[[Any], Any],
                  agreement: Callable[[Any, Any], dict], out_bytes: int = 0, seed: int | None = None,
@@ -175,7 +211,7 @@ class Feed:
                  new_weights: Callable[[int], None] | None = None, stamp: "Stamper | None" = None,
                  cells: "Cells | None" = None,
                  aside: Callable[[], contextlib.AbstractContextManager] | None = None,
-                 same: Callable[[Any, Any], bool] | None = None):
+                 rerun: Rerun | None = None):
         """`agreement(got, want)`: {"max_abs_diff", "agree"} of an output against the reference;
         `out_bytes`: one output's size (for `round_cap`); `seed`: of the draws (tests; by default
         the OS's entropy, so no kernel can know a fill, a round's length or the checked outputs);
@@ -191,9 +227,8 @@ class Feed:
         `cells`: W's cells (`Cells`), where a pass's writers (`_writers`) set WPOS drawn ones, or None;
         then `agreement` and `precise` take `skip`, the output columns that read set cells, to judge
         them apart; `aside()`: a context in which the feed's own allocations come from a pool of
-        their own, not the one the timed calls allocate from (None: no such pool); `same(x, y)`:
-        whether two outputs are equal bit for bit, to ask the judge's determinism of each checked
-        turn (None: not asked)."""
+        their own, not the one the timed calls allocate from (None: no such pool); `rerun`: how to
+        make a checked output again (`Rerun`; None: the judge's determinism is not asked)."""
         self.pool, self.fill, self.reference, self.compare = pool, fill, reference, agreement
         self.matches, self.weights_intact, self.precise, self.rewrite_weights = matches, weights_intact, precise, new_weights
         self.round_cap = max(3, min(len(pool), KEPT_BYTES // max(out_bytes, 1)))
@@ -211,7 +246,7 @@ class Feed:
         self.stamp, self.stamping = stamp, False
         self.cells = cells
         self.aside, self._in_aside = aside or contextlib.nullcontext, False
-        self.same = same
+        self.rerun = rerun
         self.wsaved: dict[int, int] = {}       # the turn's drawn cells of W, as they were before it
         self.wqueue: list[tuple[int, ...]] = []   # cells for the turn's writes to come, in order
         self.wran: list[tuple[int, tuple[int, ...]]] = []   # (seq, cells) of the turn's writes that ran
@@ -390,7 +425,8 @@ class Feed:
             return self.weights_intact is None or self.weights_intact()
 
     @_aside
-    def check(self, untimed: bool = False, last_pass_ran: bool = True) -> None:
+    def check(self, untimed: bool = False, last_pass_ran: bool = True, per_call_ms: float | None = None,
+              time: Callable[[Callable[[], Any]], float] | None = None) -> None:
         """The operands (`intact`: the reference reads them, so a call that zeroed A, or B, and
         wrote zeros would agree with it: review 55), then the turn's last output and up to
         CHECKS_PER_ROUND - 1 more, drawn now, against the reference on their A; nothing when no
@@ -407,7 +443,10 @@ class Feed:
         `last_pass_ran` False: the turn's last pass was captured into a graph that has not run
         (uploaded, not replayed), so only the passes before it are checked (review 57: checked, the
         unwritten buffers failed every honest round). A stamped turn's untimed check reads only the
-        last pass that ran: each pass wrote its A's anew, so an earlier pass's A may be gone."""
+        last pass that ran: each pass wrote its A's anew, so an earlier pass's A may be gone.
+        With a `rerun`, last, one drawn output of each side's turn is made again (`_made_again`);
+        `per_call_ms` (the side's timed calls just measured) and `time` (a timer of one call)
+        bound how long that may take."""
         if not untimed:
             turn, snaps = self.kept[-self.calls:], self.snaps[-1:]
         elif self.stamping:
@@ -441,18 +480,10 @@ class Feed:
             with self._weights_at(seq):
                 return not self.compare(got, self.snap.pick(ref(a, seq), places))["agree"]
         found = [(checked, wrong(out, a, seq)) for out, a, checked, seq, _ in picked]  # all, always
-        if self.same is not None:
-            # The judge's determinism, which nothing here asked (review 71): the bench's inputs can be
-            # told from the judge's, so a kernel could be nondeterministic (an atomic reduction)
-            # outside it alone. One drawn output of each side's turn is made again by its caller's
-            # function, on its A and W as its call read them, into a new C, and must equal it.
-            for side in {p[2] for p in picked}:
-                out, a, checked, seq, fn = self.draw.choice([p for p in picked if p[2] == side])
-                with self._weights_at(seq):
-                    again = fn(a)
-                found.append((checked, None if self.same(out, again) else "determinism"))
         found += [(checked, "snapshot" if stale(got, places, a, seq) else None)
                   for got, places, a, checked, seq in snaps]
+        if self.rerun is not None:   # last: what the call made again does is charged to its side
+            found += self._made_again(picked, None if untimed else per_call_ms, time)
         for side in (True, False):
             mine = [why for checked, why in found if checked == side]
             if not mine:
@@ -467,6 +498,37 @@ class Feed:
                 self.other_failures += bool(whys)
         if not untimed:
             self.kept, self.snaps = [], []
+
+    def _made_again(self, picked: list[tuple], per_call_ms: float | None, time) -> list[tuple[bool, str | None]]:
+        """The judge's determinism, which the bench did not ask (review 71: its inputs can be told
+        from the judge's, so a kernel could be nondeterministic, an atomic reduction, outside the
+        judge alone): one drawn output of each side's turn, made again twice by its caller's
+        function on a copy of its A at a new address and W as its call read it, must equal a copy
+        of it taken before, bit for bit. The output itself holds new values meanwhile (put back
+        after), so a kernel that knew the call again could not copy its old C (review 72); the
+        operands are found intact after it, and the second call's time is bounded (RERUN_CALLS)
+        where the other side's timed region may come next (the first is untimed: its allocations
+        are the aside pool's first of their size). Does not: stop a kernel that keeps its own copy
+        of every output, found by A's contents (at decode shapes about M/K of a call's traffic)."""
+        found = []
+        for side in sorted({p[2] for p in picked}):
+            out, a, checked, seq, fn = self.draw.choice([p for p in picked if p[2] == side])
+            want, a2 = self.rerun.copy(out), self.rerun.copy(a)
+            self.rerun.scramble(out, self.draw.getrandbits(63))
+            made: list = []
+            with self._weights_at(seq):
+                made.append(fn(a2))   # untimed: its allocations are the aside pool's first of their size
+                took = _ungarbaged(time, lambda: made.append(fn(a2))) if time is not None else None
+                if len(made) < 2:
+                    made.append(fn(a2))
+            self.rerun.put(want, out)   # (an untimed check's outputs are checked again after the timed region)
+            if not all(self.rerun.same(want, x) for x in made):
+                found.append((checked, "determinism"))
+            elif per_call_ms is not None and took is not None and took > RERUN_CALLS * per_call_ms + RERUN_SLACK_MS:
+                found.append((checked, "rerun_time"))
+            else:
+                found.append((checked, None if self.intact() else "intact"))
+        return found
 
     @_aside
     def agreement(self) -> dict:

@@ -56,7 +56,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cudal2.library.feed import Feed, Snapshot, pool_size
+from cudal2.library.feed import Feed, Rerun, Snapshot, pool_size
 
 BANDS = ((0, 30, "below 2^30"), (30, 36, "2^30-2^35"), (36, 99, "2^36 and above"))
 
@@ -209,7 +209,7 @@ def modes(clock, ours, theirs, rounds: int, calls: int, use=None, flushed_rounds
     if feed:   # a stamped pass longer than the pool would write an A before an earlier call's check
         calls = min(calls, feed.round_cap)
 
-    def timed(make, measure=clock.time, graph=False, stamp=False):
+    def timed(make, measure=clock.time, graph=False, stamp=False, per_call=lambda t, n: t / n):
         def one(f, n):
             use(f)
             if feed:
@@ -227,7 +227,7 @@ def modes(clock, ours, theirs, rounds: int, calls: int, use=None, flushed_rounds
                 feed.fresh()  # ...these, which only the timed calls see
             t = measure(work)
             if feed:
-                feed.check()
+                feed.check(per_call_ms=per_call(t, n), time=clock.time)
             return t
         return one
 
@@ -266,7 +266,7 @@ def modes(clock, ours, theirs, rounds: int, calls: int, use=None, flushed_rounds
 
     new_weights()
     record("flushed", _paired(ours, theirs, flushed_rounds or 3 * rounds,
-                              timed(lambda f, n: f, measure=lambda f: lone(clock, f))))
+                              timed(lambda f, n: f, measure=lambda f: lone(clock, f), per_call=lambda t, n: t)))
     return row
 
 
@@ -470,7 +470,7 @@ def torch_feed(torch, A, W, calls: int, w_seed: int | None = None) -> Feed:
                 weights_intact=weights_intact, snapshot=Snap(), precise=precise, new_weights=new_weights,
                 stamp=_stamp([a.data_ptr() for a in pool], A.numel(), stream, W.data_ptr()),
                 cells=_cells(W.data_ptr(), *W.shape, stream), aside=_torch_aside(torch),
-                same=same)
+                rerun=Rerun(lambda x: x.clone(), lambda x, into: into.copy_(x), fill, same))
     feed.fresh()
     return feed
 
@@ -529,6 +529,7 @@ def cupy_feed(cp, A, B, calls: int, randn=None, b_seed: int | None = None) -> Fe
         ok = _torch_precise(torch, *(torch.from_dlpack(x) for x in (out, ref, a, B)), seed, skip)
         torch.cuda.current_stream().synchronize()
         return ok
+
     try:
         import torch
     except ImportError:   # a cupy-only environment: the bound on the largest error only
@@ -537,7 +538,7 @@ def cupy_feed(cp, A, B, calls: int, randn=None, b_seed: int | None = None) -> Fe
                 matches=matches, weights_intact=weights_intact, snapshot=Snap(), new_weights=new_weights,
                 precise=precise, stamp=_stamp([a.data.ptr for a in pool], A.size, stream, B.data.ptr),
                 cells=_cells(B.data.ptr, *B.shape, stream), aside=_cupy_aside(cp, torch),
-                same=same)
+                rerun=Rerun(lambda x: x.copy(), lambda x, into: cp.copyto(into, x), fill, same))
     feed.fresh()
     return feed
 

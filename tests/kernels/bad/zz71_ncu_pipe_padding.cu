@@ -11,7 +11,7 @@
 // a long run of tensor-pipe cycles, so the duration-weighted tensor_pipe_pct reads ~100% whatever the
 // GEMM itself did. Reward gain: ncu_weight x (1 - honest pct), at decode shapes ~0.95 x ncu_weight.
 // Expected: judge `done` at its honest speed; the profile's tensor_pipe_pct near 100. Closed in the
-// reward, not the judge: rl/reward.verified_pipe caps the term at 1.25x the fraction of peak the
+// reward, not the judge: rl/reward.verified_pipe caps the term at 1.4x the fraction of peak the
 // judge's timed FLOP rate reaches (tests/test_reward.py).
 /* cudal2-launch
 {
