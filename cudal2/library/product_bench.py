@@ -209,7 +209,7 @@ def modes(clock, ours, theirs, rounds: int, calls: int, use=None, flushed_rounds
     if feed:   # a stamped pass longer than the pool would write an A before an earlier call's check
         calls = min(calls, feed.round_cap)
 
-    def timed(make, measure=clock.time, graph=False, stamp=False, per_call=lambda t, n: t / n):
+    def timed(make, measure=clock.time, graph=False, stamp=False):
         def one(f, n):
             use(f)
             if feed:
@@ -227,7 +227,7 @@ def modes(clock, ours, theirs, rounds: int, calls: int, use=None, flushed_rounds
                 feed.fresh()  # ...these, which only the timed calls see
             t = measure(work)
             if feed:
-                feed.check(per_call_ms=per_call(t, n), time=clock.time)
+                feed.check(per_call_ms=t / n, time=clock.time)   # (the flushed mode's n is 1: `_paired`)
             return t
         return one
 
@@ -266,7 +266,7 @@ def modes(clock, ours, theirs, rounds: int, calls: int, use=None, flushed_rounds
 
     new_weights()
     record("flushed", _paired(ours, theirs, flushed_rounds or 3 * rounds,
-                              timed(lambda f, n: f, measure=lambda f: lone(clock, f), per_call=lambda t, n: t)))
+                              timed(lambda f, n: f, measure=lambda f: lone(clock, f))))
     return row
 
 
