@@ -529,7 +529,6 @@ def cupy_feed(cp, A, B, calls: int, randn=None, b_seed: int | None = None) -> Fe
         ok = _torch_precise(torch, *(torch.from_dlpack(x) for x in (out, ref, a, B)), seed, skip)
         torch.cuda.current_stream().synchronize()
         return ok
-
     try:
         import torch
     except ImportError:   # a cupy-only environment: the bound on the largest error only

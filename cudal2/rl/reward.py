@@ -76,8 +76,8 @@ def verified_pipe(r: EvalResult) -> float | None:
     nothing checks. A kernel that spun on mma.sync where only the profile's inputs reach (unbounded
     normals; the judge's are not) read ~100% at its honest timed speed, worth up to ncu_weight; a
     spare warp issuing MMAs during memory stalls would do the same without any gate. Capped by the
-    judge's own timings, useless work buys nothing. The price: a kernel whose MMAs are mostly padding
-    (M = 1 on m16 tiles) keeps only the share its useful work earns."""
+    judge's own timings, useless work buys at most the slack. The price: a kernel whose MMAs are
+    mostly padding (M = 1 on m16 tiles) keeps only the share its useful work earns."""
     pct = (r.profile or {}).get("summary", {}).get("tensor_pipe_pct")   # Nsight Compute, 0-100
     peak = (r.gpu or {}).get("peak_tflops")
     rates = [v for v in (r.tflops or {}).values() if isinstance(v, (int, float)) and math.isfinite(v)]
