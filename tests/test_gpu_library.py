@@ -327,6 +327,22 @@ def test_the_unstamped_fill_is_the_stamps_generator_and_repeats_under_its_seed()
     assert torch.equal(a, b) and not torch.equal(a, c) and gap < 0.02, gap
 
 
+def test_the_output_mask_hides_every_element_and_the_same_key_gives_it_back():
+    # review 73: while the feed makes a checked call again, the output's bits exist nowhere
+    import torch
+
+    from cudal2.library.stamp import gauss_fill, mask
+    n = (1 << 20) + 3   # (a tail past whole blocks)
+    x = torch.empty(n, dtype=torch.float16, device="cuda")
+    stream = torch.cuda.current_stream().cuda_stream
+    gauss_fill(x.data_ptr(), n, 11, stream)
+    was = x.clone()
+    mask(x.data_ptr(), n, 12345, stream)
+    hidden = (x.view(torch.int16) != was.view(torch.int16)).float().mean().item()
+    mask(x.data_ptr(), n, 12345, stream)
+    assert hidden > 0.999 and torch.equal(x.view(torch.int16), was.view(torch.int16)), hidden
+
+
 def test_a_forged_or_replayed_stamp_log_is_found():
     # review 59 (bad/zz59_stamp_log_forgery): a kernel that found the log could write keys of its
     # own and an A they regenerate; each key's tag needs a secret and a nonce only launches hold

@@ -72,6 +72,12 @@ def test_neither_kernel_puts_its_parameters_in_local_memory(listings):
     assert not local_before_the_wash(listings)
 
 
+def test_the_output_mask_keeps_its_key_out_of_local_memory(listings):
+    # review 73: the key unmasks the output the feed makes again; only launch parameters and
+    # registers (which the register scrub after it rewrites) may hold it
+    assert not [x for x in listings["cudal2_mask"].instrs if x.base in ("STL", "LDL")]
+
+
 def test_the_stamp_ends_by_rewriting_its_registers(listings):
     # block 0's threads held the addresses of W's cells, and the call right after reads registers
     # it never wrote: the wash rewrites the whole 32-register allotment but the stack pointer

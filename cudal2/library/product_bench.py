@@ -376,6 +376,12 @@ def _gauss_fill(ptr: int, elems: int, seed: int, stream: int) -> None:
     stamp.gauss_fill(ptr, elems, seed, stream)
 
 
+def _mask(ptr: int, elems: int, key: int, stream: int) -> None:
+    """An output hidden, or shown again, while the feed makes its call again (`library.stamp.mask`)."""
+    from cudal2.library import stamp
+    stamp.mask(ptr, elems, key, stream)
+
+
 def _cells(W_ptr: int, rows: int, row: int, stream):
     """W's `feed.Cells` (`library.stamp.WeightCells`: the places only ever in launch parameters)."""
     from cudal2.library import stamp
@@ -470,7 +476,7 @@ def torch_feed(torch, A, W, calls: int, w_seed: int | None = None) -> Feed:
                 weights_intact=weights_intact, snapshot=Snap(), precise=precise, new_weights=new_weights,
                 stamp=_stamp([a.data_ptr() for a in pool], A.numel(), stream, W.data_ptr()),
                 cells=_cells(W.data_ptr(), *W.shape, stream), aside=_torch_aside(torch),
-                rerun=Rerun(lambda x: x.clone(), lambda x, into: into.copy_(x), fill, same))
+                rerun=Rerun(lambda a: a.clone(), lambda x, key: _mask(x.data_ptr(), x.numel(), key, stream()), same))
     feed.fresh()
     return feed
 
@@ -537,7 +543,7 @@ def cupy_feed(cp, A, B, calls: int, randn=None, b_seed: int | None = None) -> Fe
                 matches=matches, weights_intact=weights_intact, snapshot=Snap(), new_weights=new_weights,
                 precise=precise, stamp=_stamp([a.data.ptr for a in pool], A.size, stream, B.data.ptr),
                 cells=_cells(B.data.ptr, *B.shape, stream), aside=_cupy_aside(cp, torch),
-                rerun=Rerun(lambda x: x.copy(), lambda x, into: cp.copyto(into, x), fill, same))
+                rerun=Rerun(lambda a: a.copy(), lambda x, key: _mask(x.data.ptr, x.size, key, stream()), same))
     feed.fresh()
     return feed
 

@@ -209,6 +209,15 @@ extern "C" __global__ void __launch_bounds__(BLOCK) cudal2_gauss_fill(unsigned s
     stamp_share(X, n, mix(seed ^ mix(~(u64)blockIdx.x)));
 }
 
+// An output hidden while the feed makes its call again (`mask`; review 73): each element XORed with
+// 16 bits of mix(key ^ mix(i)), the key only in the launch's parameters and the registers the scrub
+// after it rewrites. The same launch again gives the output back; meanwhile its bits exist nowhere
+// a kernel could copy them from, and a kernel that writes into its old C spoils its own output.
+extern "C" __global__ void __launch_bounds__(BLOCK) cudal2_mask(unsigned short* X, long long n, u64 key) {
+    for (long long i = blockIdx.x * (long long)BLOCK + threadIdx.x; i < n; i += (long long)gridDim.x * BLOCK)
+        X[i] ^= (unsigned short)mix(key ^ mix((u64)i));
+}
+
 // The feed's reads and sets of W's cells (before a turn, to keep what they held; after it, to put
 // them back): the places travel as launch parameters, as the stamp's do. An index array in device
 // memory, made right before a turn, showed a kernel every cell the turn would set (review 62).
@@ -249,19 +258,31 @@ def _kernel(name: str) -> ctypes.c_void_p:
     return ctypes.c_void_p(rawkernels.function(source(), name).kernel.ptr)
 
 
+def _scrubbed_over(name: str, ptr: int, elems: int, key: int, stream: int) -> None:
+    """Enqueue on `stream` kernel `name` over `elems` fp16 at `ptr` under `key`, then the judge's
+    register scrubs on the same stream (its threads held the key, or keys derived from it)."""
+    import cupy as cp
+
+    from cudal2.harness import driver
+    vals = (ctypes.c_void_p(ptr), ctypes.c_longlong(elems), ctypes.c_uint64(key % (1 << 64)))
+    driver.check(driver.lib().cuLaunchKernel(_kernel(name), blocks(elems), 1, 1, BLOCK, 1, 1, 0,
+                                             stream, driver.params(vals), None), f"cuLaunchKernel({name})")
+    with cp.cuda.ExternalStream(stream):
+        _scrub()
+
+
 def gauss_fill(ptr: int, elems: int, seed: int, stream: int) -> None:
     """Enqueue on `stream` a fill of `elems` fp16 at `ptr` (8-byte aligned) with the stamp's N(0, 1)
     values under keys from `seed`: the same bits for the same seed, and the stamp's distribution.
     Then the judge's register scrubs on the same stream: the fill's block keys stay in registers,
     and inverting `mix` on one gives the seed (review 70)."""
-    import cupy as cp
+    _scrubbed_over("cudal2_gauss_fill", ptr, elems, seed, stream)
 
-    from cudal2.harness import driver
-    vals = (ctypes.c_void_p(ptr), ctypes.c_longlong(elems), ctypes.c_uint64(seed % (1 << 64)))
-    driver.check(driver.lib().cuLaunchKernel(_kernel("cudal2_gauss_fill"), blocks(elems), 1, 1, BLOCK, 1, 1, 0,
-                                             stream, driver.params(vals), None), "cuLaunchKernel(cudal2_gauss_fill)")
-    with cp.cuda.ExternalStream(stream):
-        _scrub()
+
+def mask(ptr: int, elems: int, key: int, stream: int) -> None:
+    """Enqueue on `stream` the XOR of `elems` fp16 at `ptr` with a keystream of `key`; the same call
+    again undoes it (`cudal2_mask`). Then the register scrubs: the key unmasks the output."""
+    _scrubbed_over("cudal2_mask", ptr, elems, key, stream)
 
 
 def _scrub() -> None:
