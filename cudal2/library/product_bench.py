@@ -57,6 +57,7 @@ from pathlib import Path
 from typing import Any
 
 from cudal2.library.feed import Feed, Rerun, Snapshot, pool_size
+from cudal2.library.stamp import gauss_fill, mask   # (the pool's fills and the rerun's mask: library/stamp.py)
 
 BANDS = ((0, 30, "below 2^30"), (30, 36, "2^30-2^35"), (36, 99, "2^36 and above"))
 
@@ -369,19 +370,6 @@ def _stamp(ptrs: list[int], elems: int, stream, weights: int):
     return stamp.Stamp(ptrs, elems, stream, weights)
 
 
-def _gauss_fill(ptr: int, elems: int, seed: int, stream: int) -> None:
-    """A pool tensor's fill between timed regions: `library.stamp.gauss_fill`, the stamp's own
-    values under keys from `seed`, so no statistic of A tells a stamped turn from an unstamped one."""
-    from cudal2.library import stamp
-    stamp.gauss_fill(ptr, elems, seed, stream)
-
-
-def _mask(ptr: int, elems: int, key: int, stream: int) -> None:
-    """An output hidden, or shown again, while the feed makes its call again (`library.stamp.mask`)."""
-    from cudal2.library import stamp
-    stamp.mask(ptr, elems, key, stream)
-
-
 def _cells(W_ptr: int, rows: int, row: int, stream):
     """W's `feed.Cells` (`library.stamp.WeightCells`: the places only ever in launch parameters)."""
     from cudal2.library import stamp
@@ -434,7 +422,7 @@ def torch_feed(torch, A, W, calls: int, w_seed: int | None = None) -> Feed:
         return raw(dev) if raw is not None else torch.cuda.current_stream().cuda_stream
 
     def fill(a, seed):   # the stamp's generator (review 69: torch's normal_ told an unstamped A apart)
-        _gauss_fill(a.data_ptr(), a.numel(), seed, stream())
+        gauss_fill(a.data_ptr(), a.numel(), seed, stream())
 
     def same(x, y):   # bit for bit (torch.equal takes -0 for 0)
         return torch.equal(x.view(torch.int16), y.view(torch.int16))
@@ -476,7 +464,7 @@ def torch_feed(torch, A, W, calls: int, w_seed: int | None = None) -> Feed:
                 weights_intact=weights_intact, snapshot=Snap(), precise=precise, new_weights=new_weights,
                 stamp=_stamp([a.data_ptr() for a in pool], A.numel(), stream, W.data_ptr()),
                 cells=_cells(W.data_ptr(), *W.shape, stream), aside=_torch_aside(torch),
-                rerun=Rerun(lambda a: a.clone(), lambda x, key: _mask(x.data_ptr(), x.numel(), key, stream()), same))
+                rerun=Rerun(lambda a: a.clone(), lambda x, key: mask(x.data_ptr(), x.numel(), key, stream()), same))
     feed.fresh()
     return feed
 
@@ -491,7 +479,7 @@ def cupy_feed(cp, A, B, calls: int, randn=None, b_seed: int | None = None) -> Fe
         return cp.cuda.get_current_stream().ptr
 
     def fill(a, seed):   # the stamp's generator, as torch_feed's
-        _gauss_fill(a.data.ptr, a.size, seed, stream())
+        gauss_fill(a.data.ptr, a.size, seed, stream())
 
     def same(x, y):   # bit for bit
         return bool((x.view(cp.uint16) == y.view(cp.uint16)).all())
@@ -543,7 +531,7 @@ def cupy_feed(cp, A, B, calls: int, randn=None, b_seed: int | None = None) -> Fe
                 matches=matches, weights_intact=weights_intact, snapshot=Snap(), new_weights=new_weights,
                 precise=precise, stamp=_stamp([a.data.ptr for a in pool], A.size, stream, B.data.ptr),
                 cells=_cells(B.data.ptr, *B.shape, stream), aside=_cupy_aside(cp, torch),
-                rerun=Rerun(lambda a: a.copy(), lambda x, key: _mask(x.data.ptr, x.size, key, stream()), same))
+                rerun=Rerun(lambda a: a.copy(), lambda x, key: mask(x.data.ptr, x.size, key, stream()), same))
     feed.fresh()
     return feed
 
