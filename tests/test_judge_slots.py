@@ -33,7 +33,7 @@ def trial(monkeypatch):
         want = np.empty_like(x)
         fill(want, dist, seed)
         return bool((x.view(np.uint16) == want.view(np.uint16)).all())
-    seeds = iter(range(1000, 9000, 7))   # (never one apart: B is drawn at seed + 1)
+    seeds = iter(range(1000, 9000, 7))
     arenas = []
 
     def randomize_at(i, nbytes):

@@ -61,3 +61,44 @@ def test_gaussian_trial_rejects_fp16_partials_of_16(K):
 @pytest.mark.parametrize("K", [256, 1032, 4096])
 def test_gaussian_trial_passes_fp32_accumulation(K):
     assert ratio("normal", K, 1, False, seed=2) < BOUND
+
+
+# --- the outlier trial (guards' mode 4): inputs past 3.5, up to ~3500 ------------------------------
+
+def outlier_inputs(M: int, N: int, K: int, rng):
+    """A model of mode 4: N(0, 1) with outliers 2^j (chance 2^-j, j <= 10) in whole columns (1 in
+    256) and single elements (1 in 64), A's in one half of the columns and B's in the other."""
+    a_half = rng.random(K) < 0.5
+
+    def heavy(rows, mine):
+        x = rng.standard_normal((rows, K))
+        col = (rng.random(K) < 1 / 256) & mine
+        elem = (rng.random((rows, K)) < 1 / 64) & mine & ~col
+        x[:, col] *= 2.0 ** np.minimum(rng.geometric(0.5, col.sum()), 10)   # 2^j with chance 2^-j
+        x[elem] *= 2.0 ** np.minimum(rng.geometric(0.5, elem.sum()), 10)
+        return x
+    return heavy(M, a_half), heavy(N, ~a_half)
+
+
+def outlier_ratio(K: int, clamp: float | None, seed: int) -> tuple[float, float]:
+    """(error ratio against the fp32 vendor, largest |output|) of fp32 accumulation in 8-term chunks,
+    its inputs clamped to +-clamp first where given."""
+    rng = np.random.default_rng(seed)
+    a, b = (x.astype(np.float16) for x in outlier_inputs(64, 64, K, rng))
+    ref = a.astype(np.float64) @ b.astype(np.float64).T
+    vendor = gemm(a, b, 16, False)
+    got = gemm(np.clip(a, -clamp, clamp), np.clip(b, -clamp, clamp), 8, False) if clamp else gemm(a, b, 8, False)
+    err = lambda c: np.linalg.norm(c.astype(np.float64) - ref) / np.linalg.norm(ref)  # noqa: E731
+    return err(got) / err(vendor), float(np.abs(ref).max())
+
+
+@pytest.mark.parametrize("K", [256, 4096, 16384])
+def test_the_outlier_trial_passes_fp32_accumulation_and_keeps_outputs_finite(K):
+    r, top = outlier_ratio(K, None, seed=3)
+    assert r < BOUND and top < 65504 / 4
+
+
+@pytest.mark.parametrize("K", [256, 4096, 16384])
+def test_the_outlier_trial_fails_a_kernel_that_clamps_past_what_the_bench_draws(K):
+    # (the bench's A reaches 5.77, its W ~6.7: a clamp at 8 is invisible to both, and to every other trial)
+    assert outlier_ratio(K, 8.0, seed=4)[0] > 10 * BOUND

@@ -147,13 +147,13 @@ def test_a_cached_verdict_is_not_reused_after_the_build_module_changes(cfg, monk
 
 def test_a_light_shape_gets_the_gaussian_and_the_cancelling_trial():
     from cudal2.harness.judge import TIMED_DIST, trial_dists
-    assert trial_dists(True, 3) == ["normal", "cancel"] and TIMED_DIST in trial_dists(True, 3)
+    assert trial_dists(True, 3)[:2] == ["normal", "cancel"] and TIMED_DIST in trial_dists(True, 3)
 
 
 def test_a_full_shape_still_gets_every_trial():
     from cudal2.harness.judge import trial_dists
-    assert trial_dists(False, 3) == ["normal", "uniform", "cancel"]
-    assert trial_dists(False, 5) == ["normal", "uniform", "cancel", "normal", "normal"]
+    assert trial_dists(False, 3) == ["normal", "uniform", "cancel", "outlier"]
+    assert trial_dists(False, 6) == ["normal", "uniform", "cancel", "outlier", "normal", "normal"]
 
 
 def test_the_interior_kernel_claims_a_range_around_the_gpu_suites_shape():
@@ -177,3 +177,9 @@ def test_the_interior_kernel_fails_the_gaussian_trial_at_a_light_shape(fast_cfg)
         ev.close()
     assert not r.ok and r.stage.value == "gaussian", (r.stage, r.reason)
     assert "dist=normal" in r.reason
+
+
+def test_a_light_shape_gets_the_outlier_trial_too():
+    # (review 71: an interior M gated on inputs past 3.5 met no other trial)
+    from cudal2.harness.judge import GAUSSIAN_DISTS, trial_dists
+    assert "outlier" in trial_dists(True, 3) and "outlier" in GAUSSIAN_DISTS
