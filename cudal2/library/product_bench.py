@@ -56,6 +56,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from cudal2.harness.streams import cupy_stream
 from cudal2.library.feed import Feed, Rerun, Snapshot, pool_size
 from cudal2.library.stamp import gauss_fill, mask   # (the pool's fills and the rerun's mask: library/stamp.py)
 
@@ -107,7 +108,7 @@ class TorchClock:
 
     def idle_cold(self) -> None:
         import cupy as cp
-        with cp.cuda.ExternalStream(self.t.cuda.current_stream().cuda_stream):
+        with cupy_stream(self.t.cuda.current_stream().cuda_stream):
             _flush(cp.from_dlpack(self.flush))   # the L2 holds none of the next call's data
         self.t.cuda.synchronize()   # the GPU goes idle...
         time.sleep(1e-5)            # ...for a while, as between requests

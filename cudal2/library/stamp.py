@@ -53,6 +53,8 @@ import random
 import secrets
 from typing import Callable, Sequence
 
+from cudal2.harness.streams import cupy_stream
+
 BLOCK = 256
 MAX_BLOCKS = 1024           # keys logged per tensor; a block's share of A is contiguous
 # Elements a block takes before the grid grows: one unit of four a thread. A thread's turns run one
@@ -267,7 +269,7 @@ def _scrubbed_over(name: str, ptr: int, elems: int, key: int, stream: int) -> No
     vals = (ctypes.c_void_p(ptr), ctypes.c_longlong(elems), ctypes.c_uint64(key % (1 << 64)))
     driver.check(driver.lib().cuLaunchKernel(_kernel(name), blocks(elems), 1, 1, BLOCK, 1, 1, 0,
                                              stream, driver.params(vals), None), f"cuLaunchKernel({name})")
-    with cp.cuda.ExternalStream(stream):
+    with cupy_stream(stream):
         _scrub()
 
 
@@ -369,7 +371,7 @@ class Stamp:
         if j not in self.nonce:   # asked before any write of it ran: the caller's bookkeeping, not a kernel
             raise RuntimeError(f"stamp: pool tensor {j} has no write that ran")
         cp, s = self.cp, self.stream()
-        with cp.cuda.ExternalStream(s):
+        with cupy_stream(s):
             self.bad.fill(0)
             self._launch(self.checks[j], *self.nonce[j], s)
             mem = cp.cuda.UnownedMemory(self.ptrs[j], 2 * self.elems, self)
@@ -406,7 +408,7 @@ class WeightCells:
     def get(self, at: Sequence[int]) -> list[int]:
         got: list[int] = []
         s = self.stream()
-        st = self.cp.cuda.ExternalStream(s)
+        st = cupy_stream(s)
         with st:
             for i in range(0, len(at), CELLS_MAX):
                 part = at[i:i + CELLS_MAX]
@@ -418,7 +420,7 @@ class WeightCells:
 
     def put(self, at: Sequence[int], vals: Sequence[int]) -> None:
         s = self.stream()
-        with self.cp.cuda.ExternalStream(s):
+        with cupy_stream(s):
             for i in range(0, len(at), CELLS_MAX):
                 self._launch(at[i:i + CELLS_MAX], vals[i:i + CELLS_MAX], 0, s)
             _scrub()
