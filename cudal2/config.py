@@ -60,8 +60,8 @@ class BuildConfig:
 @dataclass
 class VerifyConfig:
     gaussian_trials: int = _f(3, "Trials with fresh random inputs in the gaussian stage: a Gaussian, a positive-mean, "
-                                 "a cancelling one and one with outliers to ~3500, then more Gaussian ones (at least the "
-                                 "first four always run).", ge=1)
+                                 "a cancelling one and three of real data's ranges (guards' modes 4-6), then more "
+                                 "Gaussian ones (at least the first six always run).", ge=1)
     error_ratio: float = _f(1.25, "A candidate's relative Frobenius error may be at most this multiple of cuBLAS's own "
                                   "error against the float64 reference, in the Gaussian and cancelling trials and every "
                                   "later full check (honest fp32 accumulation in any order measured 0.99-1.01 on the "

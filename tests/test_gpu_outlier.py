@@ -1,7 +1,10 @@
-"""The judge's 'outlier' inputs (guards' mode 4) on the GPU, as `judge.Trial` draws them: values
-past every other trial's |x| <= 3.4648, up to ~3500, in whole columns and single elements; never an
-outlier in A and in B at one column (a term of two would overflow fp16 outputs); the same bits from
-the same seed (spot checks and `buffers.matches` regenerate instead of copying)."""
+"""The judge's outlier trials (guards' modes 4-6) on the GPU, as `judge.Trial` draws them: each
+operand scaled by a secret 2^-e (e in 0..7, 0..3 where it has outliers), outliers past every other trial's |x| <= 3.4648, up to
+~3500 at unit scale, in whole columns and single elements, in A ('outlier'), in B ('outlier_w') or
+in both, never at one column ('outlier_split': a term of two would overflow fp16 outputs); the same
+bits from the same seed (`buffers.matches` regenerates instead of copying)."""
+
+import math
 
 import cupy as cp
 import numpy as np
@@ -16,51 +19,67 @@ pytestmark = pytest.mark.gpu
 BOUNDED = 3.4648   # mode 0's largest value
 
 
+def unit(x: cp.ndarray) -> np.ndarray:
+    """|x| at unit scale: divided by its 2^-e, read off the median (|N(0, 1)|'s is 0.6745)."""
+    a = cp.abs(x.astype(cp.float32)).get()
+    return a / 2.0 ** round(math.log2(np.median(a) / 0.6745))
+
+
 @pytest.fixture(scope="module")
-def drawn():
-    t = Trial.make(Problem(2048, 2048, 4096), 0, 256)
-    seed = t.fill("outlier")
-    a, b = (cp.abs(x.astype(cp.float32)).get() for x in (t.a, t.b))
-    yield t, seed, a, b
+def trial():
+    return Trial.make(Problem(1024, 1536, 4096), 0, 256)
 
 
-def test_it_draws_far_past_every_other_trial(drawn):
-    _, _, a, b = drawn
-    assert a.max() > 500 and b.max() > 500 and (a > BOUNDED).mean() > 0.001
+def drawn(t: Trial, dist: str):
+    seed = t.fill(dist)
+    return seed, unit(t.a), unit(t.b)
 
 
-def test_most_values_stay_gaussian(drawn):
-    _, _, a, b = drawn
-    assert 0.97 < (a <= BOUNDED).mean() < 0.999 and 0.97 < (b <= BOUNDED).mean() < 0.999
+def test_the_outlier_trial_puts_outliers_in_a_alone(trial):
+    _, a, b = drawn(trial, "outlier")
+    assert a.max() > 500 and (a > BOUNDED).mean() > 0.002 and b.max() <= BOUNDED
+    assert 0.97 < (a <= BOUNDED).mean() < 0.999   # most values stay Gaussian
 
 
-def test_whole_columns_are_outliers(drawn):
-    _, _, a, _ = drawn
+def test_the_weight_trial_puts_them_in_b_alone(trial):
+    _, a, b = drawn(trial, "outlier_w")
+    assert b.max() > 500 and a.max() <= BOUNDED
+
+
+def test_whole_columns_are_outliers(trial):
     # a channel: many rows of one column past the bound (2x puts ~8% of N(0, 1) past it), where
-    # single-element outliers put ~0.3% of a column there
-    assert ((a > BOUNDED).mean(axis=0) > 0.05).sum() >= 2
+    # single-element outliers put well under 1% of a column there
+    _, a, _ = drawn(trial, "outlier")
+    assert ((a > BOUNDED).mean(axis=0) > 0.05).sum() >= 4
 
 
-def test_a_and_b_never_hold_outliers_at_one_column(drawn):
-    _, _, a, b = drawn
+def test_the_split_trial_never_holds_outliers_of_both_at_one_column(trial):
+    _, a, b = drawn(trial, "outlier_split")
+    assert (a > BOUNDED).any() and (b > BOUNDED).any()
+    assert not ((a > BOUNDED).any(axis=0) & (b > BOUNDED).any(axis=0)).any()
+    trial.rotate()   # a new A, the same B: still paired
+    a = unit(trial.a)
     assert not ((a > BOUNDED).any(axis=0) & (b > BOUNDED).any(axis=0)).any()
 
 
-def test_a_rotated_a_still_pairs_with_b(drawn):
-    t, _, _, b = drawn
-    t.rotate()
-    a = cp.abs(t.a.astype(cp.float32)).get()
-    assert (a > BOUNDED).any() and not ((a > BOUNDED).any(axis=0) & (b > BOUNDED).any(axis=0)).any()
+def test_scales_reach_a_models_weights(trial):
+    scales = set()
+    for _ in range(24):
+        trial.fill("outlier")
+        x = cp.abs(trial.b.astype(cp.float32)).get()
+        scales.add(round(math.log2(np.median(x) / 0.6745)))
+    assert scales <= set(range(-7, 1)) and min(scales) <= -5 and len(scales) >= 4
 
 
-def test_the_same_seed_gives_the_same_bits(drawn):
-    t, seed, _, _ = drawn
-    t.slot = 0
-    assert buffers.matches(t.a, "outlier", seed) and buffers.matches(t.b, "outlier", t.b_seed)
-    assert not buffers.matches(t.a, "outlier", seed ^ 2)
+def test_the_same_seed_gives_the_same_bits(trial):
+    seed, _, _ = drawn(trial, "outlier_split")
+    assert buffers.matches(trial.a, "split", seed) and buffers.matches(trial.b, "split", trial.b_seed)
+    assert not buffers.matches(trial.a, "split", seed ^ 2)
 
 
-def test_its_outputs_stay_finite(drawn):
-    t, _, _, _ = drawn
-    c = t.a.astype(cp.float32) @ t.b.astype(cp.float32).T
-    assert float(cp.abs(c).max()) < 65504 / 2 and np.isfinite(float(c.sum()))
+@pytest.mark.parametrize("dist", ["outlier", "outlier_w", "outlier_split"])
+def test_its_outputs_stay_finite(trial, dist):
+    for _ in range(3):
+        trial.fill(dist)
+        c = trial.a.astype(cp.float32) @ trial.b.astype(cp.float32).T
+        assert float(cp.abs(c).max()) < 65504 / 2

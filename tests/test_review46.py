@@ -152,8 +152,9 @@ def test_a_light_shape_gets_the_gaussian_and_the_cancelling_trial():
 
 def test_a_full_shape_still_gets_every_trial():
     from cudal2.harness.judge import trial_dists
-    assert trial_dists(False, 3) == ["normal", "uniform", "cancel", "outlier"]
-    assert trial_dists(False, 6) == ["normal", "uniform", "cancel", "outlier", "normal", "normal"]
+    every = ["normal", "uniform", "cancel", "outlier", "outlier_w", "outlier_split"]
+    assert trial_dists(False, 3) == every
+    assert trial_dists(False, 8) == every + ["normal", "normal"]
 
 
 def test_the_interior_kernel_claims_a_range_around_the_gpu_suites_shape():
@@ -179,7 +180,8 @@ def test_the_interior_kernel_fails_the_gaussian_trial_at_a_light_shape(fast_cfg)
     assert "dist=normal" in r.reason
 
 
-def test_a_light_shape_gets_the_outlier_trial_too():
+def test_a_light_shape_gets_the_outlier_trials_too():
     # (review 71: an interior M gated on inputs past 3.5 met no other trial)
     from cudal2.harness.judge import GAUSSIAN_DISTS, trial_dists
-    assert "outlier" in trial_dists(True, 3) and "outlier" in GAUSSIAN_DISTS
+    outliers = {"outlier", "outlier_w", "outlier_split"}
+    assert outliers <= set(trial_dists(True, 3)) and outliers <= set(GAUSSIAN_DISTS)

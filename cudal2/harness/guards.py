@@ -137,7 +137,7 @@ __device__ __forceinline__ float normal_of(u64 h) {
 // Element i of a matrix with K columns. mode 0: N(0, 1); 1: U(0, 1); 2: U(0.5, 1); 3: U(0.5, 1)
 // with the sign flipped on every other run of `sb` columns. A mode-2 operand times a mode-3 one
 // cancels: long same-sign runs of similar terms, a small dot product (what exposes low-precision
-// partial sums). Mode 4: heavy-tailed (`cudal2_fill` only, `key` its seed), below.
+// partial sums). Modes 4-6: real data's ranges (`cudal2_fill` only, `key` its seed), below.
 __device__ __forceinline__ __half gen(u64 key, unsigned call, u64 i, int mode, int K, int sb) {
     // A fast hash suffices here: an element keeps at most 16 bits of its 64-bit hash (fewer after
     // rounding to fp16), so the values in memory do not give the key back the way whole hash words
@@ -146,24 +146,28 @@ __device__ __forceinline__ __half gen(u64 key, unsigned call, u64 i, int mode, i
     float v;
     if (mode == 0) {
         v = normal_of(h);
-    } else if (mode == 4) {
-        // N(0, 1) with outliers 2x to 1024x (to ~3500), as a model's activations have them: whole
-        // columns (1 in 256: channels) and single elements (1 in 64). Mode 0 stays within
-        // |x| <= 3.4648, so without this a kernel could be honest wherever no input passes 3.5 and
-        // wrong (clamped, reduced-range arithmetic) on real data (review 71). A (seed's bit 0 clear)
-        // and B (set) split the columns by a secret hash of the seed's upper 32 bits (judge.Trial
-        // draws every seed of a trial with the same), so no term has two outliers: the product of
-        // two would overflow fp16 outputs an honest kernel must keep finite.
+    } else if (mode >= 4) {
+        // Real data's ranges (review 71). Mode 0 stays within |x| <= 3.4648 at unit scale, so a kernel
+        // could be honest wherever inputs look like that and wrong (clamped, reduced-range or
+        // scale-dependent arithmetic) on a model's weights (std ~0.02) and activations (outliers to
+        // 1000s). Here: N(0, 1) times 2^-e, e secret per seed, in 0..7 in mode 5 (as small as real
+        // weights; no outliers) and in 0..3 in modes 4 and 6 (so outliers pass 400 at every scale),
+        // and in mode 4 (every column) or mode 6 (this operand's share of them) outliers 2^j times
+        // larger, with chance 2^-j (j = 1..10: to ~3500), in whole columns (1 in 256: channels) and
+        // single elements (1 in 64). In mode 6, A (seed's bit 0 clear) and B (set) split the
+        // columns by a secret hash of the seed's upper 32 bits (judge.Trial draws every seed of a
+        // trial with the same), so no term has two outliers: two would overflow the fp16 outputs.
+        // The tail 2^-j keeps a row's largest outputs within fp16 at any K (a flat 1-in-10 chance
+        // of 1024x made many 14000-sized terms a row at K = 65536).
         v = normal_of(h);
         const u64 col = i % (u64)K;
-        if ((mix((key >> 32) ^ (0xC1A55ull << 40) ^ col) & 1u) == (key & 1u)) {
+        if (mode == 4 || (mode == 6 && (mix((key >> 32) ^ (0xC1A55ull << 40) ^ col) & 1u) == (key & 1u))) {
             const u64 c = mix(key ^ (0xC01ull << 48) ^ col), g = mix(h ^ 0xE1Eull);
             const u64 f = (c & 255u) == 0 ? c >> 8 : (g & 63u) == 0 ? g >> 6 : 0;
-            // 2^j with chance 2^-j (j = 1..10, the last taking the tail): a tail as heavy as a
-            // model's, yet a row's largest outputs stay within fp16 at any K (a fixed 1-in-10 chance
-            // of 1024x made many 14000-sized terms a row at K = 65536, outputs near 65504)
             if (f != 0) v = __fmul_rn(v, (float)(2u << (__ffsll((long long)(f | (1ull << 9))) - 1)));
         }
+        const unsigned e = (unsigned)mix(key ^ (0x5CA1Eull << 40)) & (mode == 5 ? 7u : 3u);
+        v = __fmul_rn(v, __int_as_float((127 - (int)e) << 23));   // 2^-e, exact
     } else {
         v = __fmul_rn((float)(h & 0xFFFF), 1.0f / 65536.0f);
         if (mode >= 2) v = __fmaf_rn(v, 0.5f, 0.5f);
@@ -368,7 +372,8 @@ extern "C" __global__ void __launch_bounds__(1024, 2) cudal2_scrub_uniform(u64 k
 }
 """
 LOCAL_BYTES = 4096  # the local frame scrubbed per thread; a kernel under test may use at most this
-MODES = {"normal": 0, "uniform": 1, "positive": 2, "signed": 3, "outlier": 4}  # 4: `fill` only
+MODES = {"normal": 0, "uniform": 1, "positive": 2, "signed": 3,
+         "outlier": 4, "scaled": 5, "split": 6}   # (4-6: `fill` only: see gen)
 SIGN_BLOCK = 128  # 'signed' flips sign every this many columns (k), or every K/2 for small K
 _MASK = 2**64 - 1
 

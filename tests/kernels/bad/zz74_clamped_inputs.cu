@@ -5,8 +5,9 @@
 // clamps every input to +-8 before it multiplies: on every input the judge and the bench drew it is
 // an honest fp32-accumulating GEMM, bit for bit; on a real model's outlier channels it is wrong.
 // Clamping stands for any reduced-range arithmetic (a fixed-point or fixed-scale format that holds
-// [-8, 8]). Closed: the gaussian stage's 'outlier' trial (guards' mode 4: outliers to ~3500 in whole
-// columns and single elements), at every full shape and every light one. Expected stage: "gaussian".
+// [-8, 8]). Closed: the gaussian stage's outlier trials (guards' modes 4-6: operands scaled by 2^-e,
+// outliers to ~3500 in whole columns and single elements of A, of B, or of both), at every full
+// shape and every light one. Expected stage: "gaussian".
 /* cudal2-launch
 {
   "kernels": [
