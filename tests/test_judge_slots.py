@@ -110,3 +110,20 @@ def test_the_carried_calls_run_in_order_and_record_each_check(trial):
     rotated = [c for c in checks if "rotated" in c]
     assert len(rotated) >= judge.Trial.SLOTS + 1 and {c["slot"] for c in rotated} == set(range(judge.Trial.SLOTS))
     assert sum("new_b" in c for c in checks) == 1 and trial.slot == 0   # settled
+
+
+def test_every_seed_since_a_fill_shares_its_upper_bits_and_marks_its_operand(trial, monkeypatch):
+    # (the split modes divide the columns by a hash of the upper 32 bits and the operand bit: an A or
+    # B drawn unpaired would let outliers of both meet at one column: review 74)
+    import secrets
+    monkeypatch.setattr(judge.buffers, "new_seed", lambda: secrets.randbits(63))
+    trial.fill("normal")
+    a_seeds = [trial.a_seeds[trial.slot]]
+    for _ in range(judge.Trial.SLOTS):
+        a_seeds.append(trial.rotate())
+    b_seeds = [trial.b_seed]
+    trial.new_b(whole=True)
+    b_seeds.append(trial.b_seed)
+    assert len({s >> 32 for s in a_seeds + b_seeds}) == 1 and trial.pair != 0
+    assert all(s & 1 == 0 for s in a_seeds) and all(s & 1 == 1 for s in b_seeds)
+    assert len(set(a_seeds)) == len(a_seeds) and b_seeds[0] != b_seeds[1]

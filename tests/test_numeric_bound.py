@@ -66,21 +66,22 @@ def test_gaussian_trial_passes_fp32_accumulation(K):
 # --- the outlier trials (guards' modes 4-6): real data's ranges ------------------------------------
 
 def outlier_inputs(trial: str, M: int, N: int, K: int, rng):
-    """A model of the three: N(0, 1) times 2^-e (e in 0..3 with outliers, 0..7 without), outliers 2^j (chance
-    2^-j, j <= 10) in whole columns (1 in 256) and single elements (1 in 64) of A ('outlier'), of B
-    ('outlier_w'), or of both in a split of the columns ('outlier_split')."""
+    """A model of the three (guards' modes 4-9): N(0, 1) times a continuous scale, 2^[-3, 2) for A
+    (an activation) and 2^[-7, -4) for B (a weight), outliers 2^j (chance 2^-j, j <= 10) in whole
+    columns (1 in 256) and single elements (1 in 64) of A ('outlier'), of B ('outlier_w'), or of
+    both in a split of the columns ('outlier_split')."""
     a_half = rng.random(K) < 0.5
     cols = {"outlier": (np.ones(K, bool), np.zeros(K, bool)), "outlier_w": (np.zeros(K, bool), np.ones(K, bool)),
             "outlier_split": (a_half, ~a_half)}[trial]
 
-    def draw(rows, mine):
+    def draw(rows, mine, lo, width):
         x = rng.standard_normal((rows, K))
         col = (rng.random(K) < 1 / 256) & mine
         elem = (rng.random((rows, K)) < 1 / 64) & mine & ~col
         x[:, col] *= 2.0 ** np.minimum(rng.geometric(0.5, col.sum()), 10)   # 2^j with chance 2^-j
         x[elem] *= 2.0 ** np.minimum(rng.geometric(0.5, elem.sum()), 10)
-        return x * 2.0 ** -rng.integers(0, 4 if mine.any() else 8)
-    return draw(M, cols[0]), draw(N, cols[1])
+        return x * 2.0 ** (lo + width * rng.random())
+    return draw(M, cols[0], -3, 5), draw(N, cols[1], -7, 3)
 
 
 def outlier_ratio(trial: str, K: int, clamp: float | None, seed: int) -> tuple[float, float]:
@@ -103,11 +104,12 @@ TRIALS = ["outlier", "outlier_w", "outlier_split"]
 def test_the_outlier_trials_pass_fp32_accumulation_and_keep_outputs_finite(trial, K):
     for seed in range(3):
         r, top = outlier_ratio(trial, K, None, seed)
-        assert r < BOUND and top < 65504 / 2
+        assert r < BOUND and top < 65504 / 8
 
 
-@pytest.mark.parametrize("trial", TRIALS)
+@pytest.mark.parametrize("trial", ["outlier", "outlier_split"])
 @pytest.mark.parametrize("K", [256, 4096])
 def test_they_fail_a_kernel_that_clamps_past_what_the_bench_draws(trial, K):
-    # (the bench's A reaches 5.77, its W ~6.7: a clamp at 8 is invisible to both, and to every other trial)
+    # (the bench's A reaches 5.77, its W ~6.7: a clamp at 8 is invisible to both, and to every other
+    # trial. A's outliers pass it at every scale; a weight's pass it only at its largest scales and j)
     assert min(outlier_ratio(trial, K, 8.0, seed)[0] for seed in range(6)) > 10 * BOUND

@@ -127,7 +127,37 @@ __device__ __forceinline__ void wash_predicates(u64 key, u64 t, unsigned* sink) 
 }
 """
 
-_SRC = PRF_SRC + WASH_SRC + r"""
+GAUSS_SRC = r"""
+// Two N(0, 1) draws from one hash word (Box-Muller on a 32-bit and a 24-bit uniform), in fp32:
+// the stamp's values (library/stamp.py) and the judge's outlier trials' bulk (`gen`, modes 4-9).
+// Off every grid: sums of 16-bit uniforms (`normal_of`) are multiples of one constant, which a
+// kernel can test on small values (review 74), and curand's Box-Muller puts its smallest radii on a
+// 2^-24 grid (review 66).
+// The radius from 1 - u1 = v in (0, 1), 32 bits: near v = 0 (the smallest radii) v keeps its own
+// bits where u1 = 1 - v would round to a 2^-24 grid, which showed in the pairs of small radius of a
+// large stamped A (review 66). Hardware approximations where they cost fp16 nothing: the accurate
+// log1pf and sincospif made the stamp three times as slow as the stamp before it (58.7 against
+// 20.0 us a call at 4096^3 on the H100, 2026-12-07: a quarter of the call it precedes, on both
+// sides of every pair).
+__device__ __forceinline__ float2 gauss2(u64 h) {
+    // (0, 1) in 2^-32 steps near 0; below 1 - 2^-24 (a float near 2^32 rounds up, and v = 1 is
+    // an infinite radius)
+    const float v = fminf(fmaf((float)(unsigned)(h >> 32), 2.3283064e-10f, 1.1641532e-10f), 0.99999994f);
+    const float u2 = (float)((unsigned)h >> 8) * 5.9604645e-8f;   // [0, 1)
+    // ln(1 - v): below v = 2^-4 its series to v^6/6 (the rest under 2^-24 of it), where 1 - v would
+    // round v's low bits away; above, the hardware log of 1 - v (1 - v within 2^-25, the log within
+    // 2^-21.4 absolute: relative error under 2^-17 there, against fp16's 2^-11)
+    const float l = v < 0.0625f
+        ? -v * fmaf(v, fmaf(v, fmaf(v, fmaf(v, fmaf(v, 0.16666667f, 0.2f), 0.25f), 0.33333334f), 0.5f), 1.0f)
+        : __logf(1.0f - v);
+    const float r = sqrtf(-2.0f * l);
+    float sn, cs;
+    __sincosf(fmaf(u2, 6.2831855f, -3.1415927f), &sn, &cs);   // (an angle in [-pi, pi): error ~2^-21.4)
+    return make_float2(r * cs, r * sn);
+}
+"""
+
+_SRC = PRF_SRC + WASH_SRC + GAUSS_SRC + r"""
 // About N(0, 1): four 16-bit uniforms summed (exact in fp32), centred and scaled with correctly
 // rounded steps, so every kernel that calls it gets the same bits.
 __device__ __forceinline__ float normal_of(u64 h) {
@@ -137,7 +167,7 @@ __device__ __forceinline__ float normal_of(u64 h) {
 // Element i of a matrix with K columns. mode 0: N(0, 1); 1: U(0, 1); 2: U(0.5, 1); 3: U(0.5, 1)
 // with the sign flipped on every other run of `sb` columns. A mode-2 operand times a mode-3 one
 // cancels: long same-sign runs of similar terms, a small dot product (what exposes low-precision
-// partial sums). Modes 4-6: real data's ranges (`cudal2_fill` only, `key` its seed), below.
+// partial sums). Modes 4-9: real data's ranges (`cudal2_fill` only, `key` its seed), below.
 __device__ __forceinline__ __half gen(u64 key, unsigned call, u64 i, int mode, int K, int sb) {
     // A fast hash suffices here: an element keeps at most 16 bits of its 64-bit hash (fewer after
     // rounding to fp16), so the values in memory do not give the key back the way whole hash words
@@ -147,27 +177,29 @@ __device__ __forceinline__ __half gen(u64 key, unsigned call, u64 i, int mode, i
     if (mode == 0) {
         v = normal_of(h);
     } else if (mode >= 4) {
-        // Real data's ranges (review 71). Mode 0 stays within |x| <= 3.4648 at unit scale, so a kernel
-        // could be honest wherever inputs look like that and wrong (clamped, reduced-range or
-        // scale-dependent arithmetic) on a model's weights (std ~0.02) and activations (outliers to
-        // 1000s). Here: N(0, 1) times 2^-e, e secret per seed, in 0..7 in mode 5 (as small as real
-        // weights; no outliers) and in 0..3 in modes 4 and 6 (so outliers pass 400 at every scale),
-        // and in mode 4 (every column) or mode 6 (this operand's share of them) outliers 2^j times
-        // larger, with chance 2^-j (j = 1..10: to ~3500), in whole columns (1 in 256: channels) and
-        // single elements (1 in 64). In mode 6, A (seed's bit 0 clear) and B (set) split the
-        // columns by a secret hash of the seed's upper 32 bits (judge.Trial draws every seed of a
-        // trial with the same), so no term has two outliers: two would overflow the fp16 outputs.
-        // The tail 2^-j keeps a row's largest outputs within fp16 at any K (a flat 1-in-10 chance
-        // of 1024x made many 14000-sized terms a row at K = 65536).
-        v = normal_of(h);
+        // Real data's ranges and look (reviews 71, 74). Mode 0 stays within |x| <= 3.4648 at unit
+        // scale, on a grid, so a kernel could be honest wherever inputs look like that and wrong
+        // (clamped, reduced-range or scale-dependent arithmetic) on a model's weights and
+        // activations. Here: `gauss2`'s full-resolution N(0, 1), times a secret continuous scale per
+        // seed (not a power of two), 2^[-3, 2) for an activation (modes 4, 6, 7) and 2^[-7, -4) for a
+        // weight (5, 8, 9: a model's std ~0.02); in modes 4 and 8 (every column) and 6 and 9 (this
+        // operand's share of them) outliers 2^j times larger, with chance 2^-j (j = 1..10), in whole
+        // columns (1 in 256: channels) and single elements (1 in 64). In modes 6 and 9, A (seed's
+        // bit 0 clear) and B (set) split the columns by a secret hash of the seed's upper 32 bits
+        // (judge.Trial draws every seed of a trial with the same), so no term has two outliers: two
+        // would overflow the fp16 outputs. The tail 2^-j keeps a row's largest outputs within fp16
+        // at any K (a flat 1-in-10 chance of 1024x made many 14000-sized terms a row at K = 65536).
+        v = gauss2(h).x;
         const u64 col = i % (u64)K;
-        if (mode == 4 || (mode == 6 && (mix((key >> 32) ^ (0xC1A55ull << 40) ^ col) & 1u) == (key & 1u))) {
+        const bool weight = mode == 5 || mode >= 8;
+        if (mode == 4 || mode == 8 ||
+            ((mode == 6 || mode == 9) && (mix((key >> 32) ^ (0xC1A55ull << 40) ^ col) & 1u) == (key & 1u))) {
             const u64 c = mix(key ^ (0xC01ull << 48) ^ col), g = mix(h ^ 0xE1Eull);
             const u64 f = (c & 255u) == 0 ? c >> 8 : (g & 63u) == 0 ? g >> 6 : 0;
             if (f != 0) v = __fmul_rn(v, (float)(2u << (__ffsll((long long)(f | (1ull << 9))) - 1)));
         }
-        const unsigned e = (unsigned)mix(key ^ (0x5CA1Eull << 40)) & (mode == 5 ? 7u : 3u);
-        v = __fmul_rn(v, __int_as_float((127 - (int)e) << 23));   // 2^-e, exact
+        const float t = (float)(mix(key ^ (0x5CA1Eull << 40)) >> 40) * 5.9604645e-8f;   // [0, 1), per seed
+        v = __fmul_rn(v, exp2f(weight ? fmaf(t, 3.0f, -7.0f) : fmaf(t, 5.0f, -3.0f)));
     } else {
         v = __fmul_rn((float)(h & 0xFFFF), 1.0f / 65536.0f);
         if (mode >= 2) v = __fmaf_rn(v, 0.5f, 0.5f);
@@ -372,8 +404,8 @@ extern "C" __global__ void __launch_bounds__(1024, 2) cudal2_scrub_uniform(u64 k
 }
 """
 LOCAL_BYTES = 4096  # the local frame scrubbed per thread; a kernel under test may use at most this
-MODES = {"normal": 0, "uniform": 1, "positive": 2, "signed": 3,
-         "outlier": 4, "scaled": 5, "split": 6}   # (4-6: `fill` only: see gen)
+MODES = {"normal": 0, "uniform": 1, "positive": 2, "signed": 3,   # 4-9: `fill` only (see gen), never a Guard's
+         "act_outlier": 4, "weight": 5, "act_split": 6, "act": 7, "weight_outlier": 8, "weight_split": 9}
 SIGN_BLOCK = 128  # 'signed' flips sign every this many columns (k), or every K/2 for small K
 _MASK = 2**64 - 1
 
@@ -386,6 +418,15 @@ _OPTIONS = ("-std=c++17", f"-DLOCAL_WORDS={LOCAL_BYTES // 4}", f"-DLOCAL_TOP={LO
 def _fn(name: str):
     """A kernel of this module's source (compiled and looked up once: `rawkernels`)."""
     return rawkernels.function(_SRC, name, _OPTIONS)
+
+
+def _guard_mode(dist: str) -> int:
+    """A Guard's mode: 0-3 only. Modes 4-9 take their key as a seed (the scale, the outlier columns
+    and the split from it, none from the call): under a Guard's set keys every timed call would get
+    one outlier pattern and scale, and a split whose halves need not pair (review 74)."""
+    if MODES[dist] >= 4:
+        raise ValueError(f"guards: mode {dist!r} is for fill() only")
+    return MODES[dist]
 
 
 def new_key() -> np.uint64:
@@ -505,7 +546,7 @@ class Guard:
         self.rows = X[0].size // K if X else 0
         self.transposed, self.regen = int(transposed), regen
         self.fixed = cp.asarray(np.array(fixed or [0] * self.n, dtype=np.uint64))
-        self.fmode = MODES[fmode]
+        self.fmode = _guard_mode(fmode)
         self.xmodes = xmodes or (lambda: "normal")
         self.xmode = MODES["normal"]
         self.ws = _ptrs(ws) if ws and ws_bytes else None
@@ -519,7 +560,7 @@ class Guard:
         `spot` must not run until the next full prep)."""
         count = self.n - first if count is None else count
         if regen_x:
-            self.xmode = MODES[self.xmodes()]
+            self.xmode = _guard_mode(self.xmodes())
             self.set_calls[first:first + count] = self.spots
             self.set_xmodes[first:first + count] = self.xmode
         X = self.X if self.X is not None and regen_x else None

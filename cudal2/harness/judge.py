@@ -172,8 +172,8 @@ class Trial:
 
     def _seed(self, operand: int) -> int:
         """A new seed for A (`operand` 0) or B (1): fresh low bits, this fill's upper 31 bits and
-        the operand in bit 0. The 'split' mode splits the columns between A and B by a hash of the
-        upper bits and the operand bit (guards, mode 6), so every A and B drawn since a fill, new or
+        the operand in bit 0. The split modes divide the columns between A and B by a hash of the
+        upper bits and the operand bit (guards, modes 6 and 9), so every A and B drawn since a fill, new or
         rotated, pair up: no term has two outliers."""
         return self.pair | (buffers.new_seed() & 0xFFFFFFFE) | operand
 
@@ -279,14 +279,16 @@ GAUSSIAN_DISTS = ("normal", "uniform", "cancel", "outlier", "outlier_w", "outlie
 # Gaussian inputs when one operand was U(0.5, 1) with signs in runs (the 'signed' operand timing
 # used until then), nvjet 1%: that scored it 1.06 against a vendor it beats by 1.016 on what
 # torch.randn, and a model's layers, feed it.
-# The outlier trials have what the others never do (guards' modes 4-6): operands scaled down to
-# 2^-7 (a model's weights), and values past |x| = 3.4648, up to ~3500, in whole columns and single
-# elements (its activations): in A, in B, and in both (a secret split of the columns). Without them
-# a kernel honest wherever inputs looked like the judge's (unit scale, within 3.5) could clamp, or
-# use reduced-range arithmetic, on real data and be served (review 71; bad/zz74). Each is needed:
+# The outlier trials have what the others never do (guards' modes 4-9): values off every grid, A at
+# an activation's scale (2^-3 to 2^2) and B at a weight's (2^-7 to 2^-4), continuous and secret,
+# and outliers 2^j times the bulk (to ~23000), in whole columns and single elements: in A, in B,
+# and in both (a secret split of the columns). Without them a kernel honest wherever inputs looked
+# like the judge's (unit scale, within 3.5, on a grid) could clamp, or use reduced-range or
+# scale-dependent arithmetic, on real data and be served (reviews 71, 74; bad/zz74). Each is needed:
 # a kernel could gate on the other operand's outliers, or on both having them.
-TRIAL_DISTS = {"normal": ("normal", "normal"), "cancel": ("positive", "signed"), "outlier": ("outlier", "scaled"),
-               "outlier_w": ("scaled", "outlier"), "outlier_split": ("split", "split")}
+TRIAL_DISTS = {"normal": ("normal", "normal"), "cancel": ("positive", "signed"),
+               "outlier": ("act_outlier", "weight"), "outlier_w": ("act", "weight_outlier"),
+               "outlier_split": ("act_split", "weight_split")}
 # A light shape (an M-range's interior M values) gets the Gaussian trial beside the cancelling one.
 # The cancelling trial alone can be recognised by looking (every A value positive): a kernel honest
 # there, and at the range's ends, which are verified in full, rounded every 16-term partial sum to
@@ -478,6 +480,7 @@ class Judge:
                 seed = t.fill(dist)
                 self.call(t, Stage.GAUSSIAN)
                 self.tolerance_check(t.a, t.b, t.c, vendor, Stage.GAUSSIAN, key, dist=dist, seed=seed,
+                                     b_seed=t.b_seed,   # (no longer seed + 1: `Trial._seed`)
                                      ratio=v.uniform_error_ratio if dist == "uniform" else v.error_ratio)
             if not light:
                 for r in range(v.repeat_calls):
@@ -945,7 +948,7 @@ def _error_name(rc: int) -> str:
 
 
 def _info(info: dict) -> str:
-    return ", ".join(f"{k}={v}" for k, v in info.items() if k != "seed")
+    return ", ".join(f"{k}={v}" for k, v in info.items() if k not in ("seed", "b_seed"))
 
 
 def judge(req: JudgeRequest) -> dict:

@@ -80,38 +80,18 @@ class CellList(ctypes.Structure):
     _fields_ = [("at", ctypes.c_longlong * CELLS_MAX), ("v", ctypes.c_ushort * CELLS_MAX)]
 
 _SRC = r"""
-// Two N(0, 1) draws from one hash word (Box-Muller on a 32-bit and a 24-bit uniform), as fp16. The
-// unstamped turns' A is filled with these same values (`cudal2_gauss_fill`, under keys from a host
-// seed), so no statistic of A's values tells a stamped call from an unstamped one: with torch's
-// normal_ there, its rarest pairs did (curand's Box-Muller puts its smallest radii on a 2^-24 grid,
-// the stamp's are off it, and its largest radius stops at 5.77: on an A of ~1M elements or more,
-// review 69, host emulation). The first stamp of that kind (|x| in
-// [0.5, 2), 12 bits an element) was found from 64 exponent fields: a kernel could run honest on
-// stamped A alone, and otherwise as it liked where no stamp ran (bad/zz64, and a user's calls).
-// Knowing a key from the values gives nothing ahead: the next key needs the clocks of a launch that
-// has not run. Every launch, `matches`' too, runs this same code, so it makes the same bits.
-// The radius from 1 - u1 = v in (0, 1), 32 bits: near v = 0 (the smallest radii) v keeps its own
-// bits where u1 = 1 - v would round to a 2^-24 grid, which showed in the pairs of small radius of a
-// large stamped A (review 66). Hardware approximations where they cost fp16 nothing: the accurate
-// log1pf and sincospif made the stamp three times as slow as the stamp before it (58.7 against
-// 20.0 us a call at 4096^3 on the H100, 2026-12-07: a quarter of the call it precedes, on both
-// sides of every pair).
+// Two N(0, 1) draws as fp16 (guards.GAUSS_SRC's `gauss2`). The unstamped turns' A is filled with
+// these same values (`cudal2_gauss_fill`, under keys from a host seed), so no statistic of A's
+// values tells a stamped call from an unstamped one: with torch's normal_ there, its rarest pairs did
+// (its largest radius stops at 5.77: on an A of ~1M elements or more, review 69, host emulation). The
+// first stamp of that kind (|x| in [0.5, 2), 12 bits an element) was found from 64 exponent fields:
+// a kernel could run honest on stamped A alone, and otherwise as it liked where no stamp ran
+// (bad/zz64, and a user's calls). Knowing a key from the values gives nothing ahead: the next key
+// needs the clocks of a launch that has not run. Every launch, `matches`' too, runs this same code,
+// so it makes the same bits.
 __device__ __forceinline__ unsigned stamp_pair(u64 h) {
-    // (0, 1) in 2^-32 steps near 0; below 1 - 2^-24 (a float near 2^32 rounds up, and v = 1 is
-    // an infinite radius)
-    const float v = fminf(fmaf((float)(unsigned)(h >> 32), 2.3283064e-10f, 1.1641532e-10f), 0.99999994f);
-    const float u2 = (float)((unsigned)h >> 8) * 5.9604645e-8f;   // [0, 1)
-    // ln(1 - v): below v = 2^-4 its series to v^6/6 (the rest under 2^-24 of it), where 1 - v would
-    // round v's low bits away; above, the hardware log of 1 - v (1 - v within 2^-25, the log within
-    // 2^-21.4 absolute: relative error under 2^-17 there, against fp16's 2^-11)
-    const float l = v < 0.0625f
-        ? -v * fmaf(v, fmaf(v, fmaf(v, fmaf(v, fmaf(v, 0.16666667f, 0.2f), 0.25f), 0.33333334f), 0.5f), 1.0f)
-        : __logf(1.0f - v);
-    const float r = sqrtf(-2.0f * l);
-    float sn, cs;
-    __sincosf(fmaf(u2, 6.2831855f, -3.1415927f), &sn, &cs);   // (an angle in [-pi, pi): error ~2^-21.4)
-    return (unsigned)__half_as_ushort(__float2half_rn(r * cs)) |
-           (unsigned)__half_as_ushort(__float2half_rn(r * sn)) << 16;
+    const float2 g = gauss2(h);
+    return (unsigned)__half_as_ushort(__float2half_rn(g.x)) | (unsigned)__half_as_ushort(__float2half_rn(g.y)) << 16;
 }
 // Four elements of unit u of a block's key k: two hash words (splitmix64's finalizer of k ^ 2u and
 // k ^ 2u+1), two draws each.
@@ -249,9 +229,9 @@ def blocks(elems: int) -> int:
 
 
 def source() -> str:
-    from cudal2.harness.guards import PRF_SRC, REG_WORDS, WASH_SRC
+    from cudal2.harness.guards import GAUSS_SRC, PRF_SRC, REG_WORDS, WASH_SRC
     return (PRF_SRC + f"#define MAX_BLOCKS {MAX_BLOCKS}\n#define WPOS {WPOS}\n#define CELLS_MAX {CELLS_MAX}\n"
-            f"#define BLOCK {BLOCK}\n#define REG_WORDS {REG_WORDS}\n" + WASH_SRC + _SRC)
+            f"#define BLOCK {BLOCK}\n#define REG_WORDS {REG_WORDS}\n" + WASH_SRC + GAUSS_SRC + _SRC)
 
 
 def _kernel(name: str) -> ctypes.c_void_p:
