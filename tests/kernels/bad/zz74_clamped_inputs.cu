@@ -5,9 +5,10 @@
 // clamps every input to +-8 before it multiplies: on every input the judge and the bench drew it is
 // an honest fp32-accumulating GEMM, bit for bit; on a real model's outlier channels it is wrong.
 // Clamping stands for any reduced-range arithmetic (a fixed-point or fixed-scale format that holds
-// [-8, 8]). Closed: the gaussian stage's outlier trials (guards' modes 4-6: operands scaled by 2^-e,
-// outliers to ~3500 in whole columns and single elements of A, of B, or of both), at every full
-// shape and every light one. Expected stage: "gaussian".
+// [-8, 8]). Closed: the gaussian stage's outlier trials (guards' modes 4-9: values off every grid, A
+// at an activation's scale and B at a weight's, outliers 2^j times the bulk in whole columns and
+// single elements of A, of B, or of both), at every full shape and every light one (reviews 71, 74).
+// Expected stage: "gaussian".
 /* cudal2-launch
 {
   "kernels": [
