@@ -66,22 +66,33 @@ def test_gaussian_trial_passes_fp32_accumulation(K):
 # --- the outlier trials (guards' modes 4-6): real data's ranges ------------------------------------
 
 def outlier_inputs(trial: str, M: int, N: int, K: int, rng):
-    """A model of the three (guards' modes 4-9): N(0, 1) times a continuous scale, 2^[-3, 2) for A
-    (an activation) and 2^[-7, -4) for B (a weight), outliers 2^j (chance 2^-j, j <= 10) in whole
-    columns (1 in 256) and single elements (1 in 64) of A ('outlier'), of B ('outlier_w'), or of
-    both in a split of the columns ('outlier_split')."""
+    """A model of the three (guards' `real_like`): N(0, 1) at a continuous scale, 2^[-5, 2) for A (an
+    activation) and 2^[-8, -4) for B (a weight), times per-row and per-column factors in (2^-4, 1];
+    outliers up to 2^j (chance 2^-j, j <= 10) in whole columns (1 in 256) and single elements (1 in
+    64) of A ('outlier'), of B ('outlier_w'), or of both in a split of the columns
+    ('outlier_split'), which also has about four columns where A is 2^4-2^10 larger and one row in
+    16 of B holds a super weight sized so that each such term is at most 4096."""
     a_half = rng.random(K) < 0.5
     cols = {"outlier": (np.ones(K, bool), np.zeros(K, bool)), "outlier_w": (np.zeros(K, bool), np.ones(K, bool)),
             "outlier_split": (a_half, ~a_half)}[trial]
+    sup = (rng.random(K) < 4 / K) if trial == "outlier_split" else np.zeros(K, bool)
+    ja = rng.integers(4, 11, K)
+    s_a, s_b = 2.0 ** (-5 + 7 * rng.random()), 2.0 ** (-8 + 4 * rng.random())
 
-    def draw(rows, mine, lo, width):
+    def draw(rows, mine, scale):
         x = rng.standard_normal((rows, K))
-        col = (rng.random(K) < 1 / 256) & mine
-        elem = (rng.random((rows, K)) < 1 / 64) & mine & ~col
-        x[:, col] *= 2.0 ** np.minimum(rng.geometric(0.5, col.sum()), 10)   # 2^j with chance 2^-j
-        x[elem] *= 2.0 ** np.minimum(rng.geometric(0.5, elem.sum()), 10)
-        return x * 2.0 ** (lo + width * rng.random())
-    return draw(M, cols[0], -3, 5), draw(N, cols[1], -7, 3)
+        col = (rng.random(K) < 1 / 256) & mine & ~sup
+        elem = (rng.random((rows, K)) < 1 / 64) & mine & ~sup
+        elem &= ~col
+        x[:, col] *= 2.0 ** (np.minimum(rng.geometric(0.5, col.sum()), 10) - rng.random(col.sum()))
+        x[elem] *= 2.0 ** (np.minimum(rng.geometric(0.5, elem.sum()), 10) - rng.random(elem.sum()))
+        return x * scale * 2.0 ** (-2 * rng.random((rows, 1)) - 2 * rng.random(K))
+    a, b = draw(M, cols[0], s_a), draw(N, cols[1], s_b)
+    a[:, sup] *= 2.0 ** ja[sup]
+    hit = (rng.random((N, K)) < 1 / 16) & sup
+    b[hit] = np.sign(rng.standard_normal(hit.sum())) * (0.5 + 0.5 * rng.random(hit.sum())) * 4096 / (
+        s_a * 2.0 ** np.broadcast_to(ja, (N, K))[hit] * 5.77)
+    return a, b
 
 
 def outlier_ratio(trial: str, K: int, clamp: float | None, seed: int) -> tuple[float, float]:
@@ -107,9 +118,10 @@ def test_the_outlier_trials_pass_fp32_accumulation_and_keep_outputs_finite(trial
         assert r < BOUND and top < 65504 / 8
 
 
-@pytest.mark.parametrize("trial", ["outlier", "outlier_split"])
 @pytest.mark.parametrize("K", [256, 4096])
-def test_they_fail_a_kernel_that_clamps_past_what_the_bench_draws(trial, K):
+def test_they_fail_a_kernel_that_clamps_past_what_the_bench_draws(K):
     # (the bench's A reaches 5.77, its W ~6.7: a clamp at 8 is invisible to both, and to every other
-    # trial. A's outliers pass it at every scale; a weight's pass it only at its largest scales and j)
-    assert min(outlier_ratio(trial, K, 8.0, seed)[0] for seed in range(6)) > 10 * BOUND
+    # trial. One trial alone can miss it: A at 2^-5 has few values past 8 in a small matrix; the
+    # split trial's super columns always have some, and the judge runs all three)
+    for seed in range(6):
+        assert max(outlier_ratio(trial, K, 8.0, seed)[0] for trial in TRIALS) > 10 * BOUND

@@ -167,7 +167,55 @@ __device__ __forceinline__ float normal_of(u64 h) {
 // Element i of a matrix with K columns. mode 0: N(0, 1); 1: U(0, 1); 2: U(0.5, 1); 3: U(0.5, 1)
 // with the sign flipped on every other run of `sb` columns. A mode-2 operand times a mode-3 one
 // cancels: long same-sign runs of similar terms, a small dot product (what exposes low-precision
-// partial sums). Modes 4-9: real data's ranges (`cudal2_fill` only, `key` its seed), below.
+// partial sums). Modes 4-9: `real_like` (`cudal2_fill` only, `key` its seed).
+__device__ __forceinline__ float unit24(u64 x) { return (float)(x >> 40) * 5.9604645e-8f; }   // [0, 1)
+// The scale of a trial's activation (A: 2^[-5, 2)) or weight (B: 2^[-8, -4), a model's std ~0.02
+// and below), secret and continuous, from the pair bits all its seeds share (judge.Trial._seed), so
+// B can size a super weight by A's scale.
+__device__ __forceinline__ float op_scale(u64 pair, bool weight) {
+    const float t = unit24(mix(pair ^ (0x5CA1Eull << 40) ^ (u64)weight));
+    return exp2f(weight ? fmaf(t, 4.0f, -8.0f) : fmaf(t, 7.0f, -5.0f));
+}
+// Modes 4-9: real data's ranges and look (reviews 71, 74, 75). Mode 0 stays within |x| <= 3.4648 at
+// unit scale, on a grid, so a kernel could be honest wherever inputs look like that and wrong
+// (clamped, reduced-range or scale-dependent arithmetic) on a model's weights and activations,
+// which the outlier trials stand for:
+// - the bulk: `gauss2`'s full-resolution N(0, 1), at the operand's scale (`op_scale`: an activation
+//   in modes 4, 6, 7, a weight in 5, 8, 9), times secret per-row and per-column factors in
+//   (2^-4, 1] (tokens and channels of different size);
+// - outliers, in modes 4 and 8 (every column) and 6 and 9 (this operand's share of them): up to 2^j
+//   times larger (2^(j - U[0, 1)), j = 1..10 with chance 2^-j, so a row's largest outputs stay
+//   within fp16 at any K), in whole columns (1 in 256: channels) and single elements (1 in 64).
+//   In modes 6 and 9, A (seed's bit 0 clear) and B (set) split the columns by a secret hash of the
+//   pair bits, so no term has two of these: two would overflow the fp16 outputs;
+// - super weights (modes 6 and 9): in about four columns (a secret hash of the pair bits), A's
+//   whole column is 2^4 to 2^10 times larger and one row in 16 of B holds a weight sized so that
+//   its product with A's largest value there is at most 4096 (the "massive activation" meeting its
+//   "super weight" that real models have, which the split alone never draws: review 75).
+__device__ float real_like(u64 key, u64 h, u64 i, int K, int mode) {
+    const u64 pair = key >> 32, row = i / (u64)K, col = i % (u64)K;
+    const bool weight = mode == 5 || mode >= 8, split = mode == 6 || mode == 9;
+    const u64 g = mix(h ^ 0xE1Eull);
+    float v = gauss2(h).x;
+    const bool super_col = split && mix(pair ^ (0x5E9ull << 40) ^ col) % (u64)K < 4u;
+    if (super_col) {
+        const float ja = (float)(4u + mix(pair ^ (0x5E9Aull << 40) ^ col) % 7u);
+        if (weight) {   // (past the scale and the factors: sized by A's largest value there)
+            if ((g & 15u) == 0)
+                return copysignf(fmaf(unit24(g), 0.5f, 0.5f) * 4096.0f / (op_scale(pair, false) * exp2f(ja) * 5.77f), v);
+        } else {
+            v = __fmul_rn(v, exp2f(ja));
+        }
+    } else if (mode == 4 || mode == 8 ||
+               (split && (mix(pair ^ (0xC1A55ull << 40) ^ col) & 1u) == (key & 1u))) {
+        const u64 c = mix(key ^ (0xC01ull << 48) ^ col);
+        const u64 f = (c & 255u) == 0 ? c >> 8 : (g & 63u) == 0 ? g >> 6 : 0;
+        if (f != 0)
+            v = __fmul_rn(v, exp2f((float)__ffsll((long long)(f | (1ull << 9))) - unit24(mix(f))));
+    }
+    const float rc = unit24(mix(key ^ (0x20Bull << 40) ^ row)) + unit24(mix(key ^ (0xC0Cull << 40) ^ col));
+    return __fmul_rn(v, op_scale(pair, weight) * exp2f(-2.0f * rc));
+}
 __device__ __forceinline__ __half gen(u64 key, unsigned call, u64 i, int mode, int K, int sb) {
     // A fast hash suffices here: an element keeps at most 16 bits of its 64-bit hash (fewer after
     // rounding to fp16), so the values in memory do not give the key back the way whole hash words
@@ -177,29 +225,7 @@ __device__ __forceinline__ __half gen(u64 key, unsigned call, u64 i, int mode, i
     if (mode == 0) {
         v = normal_of(h);
     } else if (mode >= 4) {
-        // Real data's ranges and look (reviews 71, 74). Mode 0 stays within |x| <= 3.4648 at unit
-        // scale, on a grid, so a kernel could be honest wherever inputs look like that and wrong
-        // (clamped, reduced-range or scale-dependent arithmetic) on a model's weights and
-        // activations. Here: `gauss2`'s full-resolution N(0, 1), times a secret continuous scale per
-        // seed (not a power of two), 2^[-3, 2) for an activation (modes 4, 6, 7) and 2^[-7, -4) for a
-        // weight (5, 8, 9: a model's std ~0.02); in modes 4 and 8 (every column) and 6 and 9 (this
-        // operand's share of them) outliers 2^j times larger, with chance 2^-j (j = 1..10), in whole
-        // columns (1 in 256: channels) and single elements (1 in 64). In modes 6 and 9, A (seed's
-        // bit 0 clear) and B (set) split the columns by a secret hash of the seed's upper 32 bits
-        // (judge.Trial draws every seed of a trial with the same), so no term has two outliers: two
-        // would overflow the fp16 outputs. The tail 2^-j keeps a row's largest outputs within fp16
-        // at any K (a flat 1-in-10 chance of 1024x made many 14000-sized terms a row at K = 65536).
-        v = gauss2(h).x;
-        const u64 col = i % (u64)K;
-        const bool weight = mode == 5 || mode >= 8;
-        if (mode == 4 || mode == 8 ||
-            ((mode == 6 || mode == 9) && (mix((key >> 32) ^ (0xC1A55ull << 40) ^ col) & 1u) == (key & 1u))) {
-            const u64 c = mix(key ^ (0xC01ull << 48) ^ col), g = mix(h ^ 0xE1Eull);
-            const u64 f = (c & 255u) == 0 ? c >> 8 : (g & 63u) == 0 ? g >> 6 : 0;
-            if (f != 0) v = __fmul_rn(v, (float)(2u << (__ffsll((long long)(f | (1ull << 9))) - 1)));
-        }
-        const float t = (float)(mix(key ^ (0x5CA1Eull << 40)) >> 40) * 5.9604645e-8f;   // [0, 1), per seed
-        v = __fmul_rn(v, exp2f(weight ? fmaf(t, 3.0f, -7.0f) : fmaf(t, 5.0f, -3.0f)));
+        v = real_like(key, h, i, K, mode);
     } else {
         v = __fmul_rn((float)(h & 0xFFFF), 1.0f / 65536.0f);
         if (mode >= 2) v = __fmaf_rn(v, 0.5f, 0.5f);
