@@ -52,3 +52,13 @@ def test_the_uniform_scrub_writes_every_uniform_register_ptxas_allots(uniform_wr
 
 def test_the_uniform_scrub_writes_every_uniform_predicate(uniform_writes):
     assert {f"UP{i}" for i in range(7)} <= uniform_writes
+
+
+def test_no_generating_or_checking_kernel_touches_local_memory(listings):
+    # (a local frame holds what the kernel computed there, keys and drawn values, for the next
+    # launch's never-written frame to show: the outlier modes' generator, inlined into the prep
+    # kernel, gave it a 16-byte frame until it moved to cudal2_fill alone, review 74. The scrubs
+    # write local memory by design, and the local scrub clears the window after them)
+    local = {name for name, lst in listings.items() if not name.startswith("cudal2_scrub")
+             if any(x.base in ("STL", "LDL") for x in lst.instrs)}
+    assert not local

@@ -167,7 +167,7 @@ __device__ __forceinline__ float normal_of(u64 h) {
 // Element i of a matrix with K columns. mode 0: N(0, 1); 1: U(0, 1); 2: U(0.5, 1); 3: U(0.5, 1)
 // with the sign flipped on every other run of `sb` columns. A mode-2 operand times a mode-3 one
 // cancels: long same-sign runs of similar terms, a small dot product (what exposes low-precision
-// partial sums). Modes 4-9: `real_like` (`cudal2_fill` only, `key` its seed).
+// partial sums). Modes 4-9: `real_like`, in `cudal2_fill` only (`key` its seed).
 __device__ __forceinline__ float unit24(u64 x) { return (float)(x >> 40) * 5.9604645e-8f; }   // [0, 1)
 // The scale of a trial's activation (A: 2^[-5, 2)) or weight (B: 2^[-8, -4), a model's std ~0.02
 // and below), secret and continuous, from the pair bits all its seeds share (judge.Trial._seed), so
@@ -224,8 +224,6 @@ __device__ __forceinline__ __half gen(u64 key, unsigned call, u64 i, int mode, i
     float v;
     if (mode == 0) {
         v = normal_of(h);
-    } else if (mode >= 4) {
-        v = real_like(key, h, i, K, mode);
     } else {
         v = __fmul_rn((float)(h & 0xFFFF), 1.0f / 65536.0f);
         if (mode >= 2) v = __fmaf_rn(v, 0.5f, 0.5f);
@@ -237,9 +235,12 @@ __device__ __forceinline__ __half gen(u64 key, unsigned call, u64 i, int mode, i
 __device__ __forceinline__ u64 set_key(u64 key, int set) { return prf(key, (0x5E7ull << 40) ^ (u64)set); }
 __device__ __forceinline__ u64 sub_key(u64 k, u64 domain, unsigned call) { return prf(k, (domain << 40) ^ call); }
 
+// Modes 0-3 through `gen`, 4-9 through `real_like` (here only: inlined into the prep and spot
+// kernels, which never take them, it cost the prep a 16-byte local frame).
 extern "C" __global__ void cudal2_fill(__half* X, long long n, u64 key, int mode, int K, int sb) {
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
-        X[i] = gen(key, 0u, (u64)i, mode, K, sb);
+        X[i] = mode >= 4 ? __float2half_rn(real_like(key, mix(key ^ mix((u64)i)), (u64)i, K, mode))
+                         : gen(key, 0u, (u64)i, mode, K, sb);
 }
 
 // Set s = first + blockIdx.y. X[s]: rows x K elements (row-major, or K x rows when transposed) in
