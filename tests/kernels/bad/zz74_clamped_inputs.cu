@@ -1,4 +1,3 @@
-// cudal2-shapes: M=256 N=384 K=1024
 // zz74_clamped_inputs.cu (review 71's open finding): behaviour gated on input magnitude. Every input
 // the judge drew was within |x| <= 3.4648 (its generator's N(0, 1) sums four bounded uniforms) and
 // the bench's within ~6.7, while a model's activations have outliers of 10 to 1000s. This kernel
