@@ -185,3 +185,22 @@ def test_a_light_shape_gets_the_outlier_trials_too():
     from cudal2.harness.judge import GAUSSIAN_DISTS, trial_dists
     outliers = {"outlier", "outlier_w", "outlier_split"}
     assert outliers <= set(trial_dists(True, 3)) and outliers <= set(GAUSSIAN_DISTS)
+
+
+def test_every_bad_kernel_judged_past_load_declares_the_gpu_suites_shape():
+    # (bad/zz74 first declared 256x384x1024 and failed at load on the H100, never reaching the trial
+    # it was written for: a shape line must cover the suite's shape, test_gpu_judge.SHAPE)
+    import json
+
+    from cudal2.problem import Problem, ProblemError, parse_claim
+    wrong = []
+    for name, want in json.loads((BAD / "EXPECTED.json").read_text()).items():
+        stages = want["stage"] if isinstance(want["stage"], list) else [want["stage"]]
+        if {"policy", "build", "load"} & set(stages) or not (BAD / name).exists():   # (shape read after build)
+            continue
+        try:
+            if not parse_claim((BAD / name).read_text()).covers(Problem(257, 136, 1032)):
+                wrong.append(name)
+        except ProblemError:
+            wrong.append(name)
+    assert not wrong
