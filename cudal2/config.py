@@ -60,7 +60,7 @@ class BuildConfig:
 @dataclass
 class VerifyConfig:
     gaussian_trials: int = _f(3, "Trials with fresh random inputs in the gaussian stage: a Gaussian, a positive-mean, "
-                                 "a cancelling one and three of real data's ranges (guards' modes 4-6), then more "
+                                 "a cancelling one and three of real data's ranges (guards' modes 4-9), then more "
                                  "Gaussian ones (at least the first six always run).", ge=1)
     error_ratio: float = _f(1.25, "A candidate's relative Frobenius error may be at most this multiple of cuBLAS's own "
                                   "error against the float64 reference, in the Gaussian and cancelling trials and every "

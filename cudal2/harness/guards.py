@@ -201,8 +201,10 @@ __device__ float real_like(u64 key, u64 h, u64 i, int K, int mode) {
     if (super_col) {
         const float ja = (float)(4u + mix(pair ^ (0x5E9Aull << 40) ^ col) % 7u);
         if (weight) {   // (past the scale and the factors: sized by A's largest value there)
-            if ((g & 15u) == 0)
-                return copysignf(fmaf(unit24(g), 0.5f, 0.5f) * 4096.0f / (op_scale(pair, false) * exp2f(ja) * 5.77f), v);
+            if ((g & 15u) == 0) {
+                const float most = op_scale(pair, false) * exp2f(ja) * 5.77f;   // A's largest there
+                return copysignf(fmaf(unit24(g), 0.5f, 0.5f) * 4096.0f / most, v);
+            }
         } else {
             v = __fmul_rn(v, exp2f(ja));
         }
