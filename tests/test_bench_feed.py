@@ -1235,3 +1235,19 @@ def test_the_last_call_of_every_pass_sets_cells_of_w_and_the_others_by_chance():
     assert all(d[-1] == 9 for d in draws)
     counts = [len(d) for d in draws]
     assert abs(sum(counts) / len(counts) - fd.CELL_WRITES) < 0.1 and len(set(counts)) > 3
+
+
+@pytest.mark.parametrize("noisy", [False, True])
+def test_an_untimed_check_makes_its_call_again_too(noisy):
+    # (a graph round's untimed check has no timer: its calls made again are still made, two of them,
+    # and compared; until this test they were never called, and the check raised)
+    clock, feed = CostClock(), rerun_feed(4)
+    count = iter(range(1 << 30))
+    ours = feed.caller(gemm(clock, "ours", noise=(lambda: next(count)) if noisy else (lambda: 0)), checked=True)
+    feed.begin(4)
+    replay = clock.graph(lambda: pb.many(ours, 4))
+    feed.check(untimed=True)
+    assert feed.checks == 1 and feed.failures == int(noisy)
+    assert feed.why[True] == ({"determinism": 1} if noisy else {})
+    feed.fresh()
+    replay()
