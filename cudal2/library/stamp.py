@@ -91,7 +91,8 @@ _SRC = r"""
 // so it makes the same bits.
 __device__ __forceinline__ unsigned stamp_pair(u64 h) {
     const float2 g = gauss2(h);
-    return (unsigned)__half_as_ushort(__float2half_rn(g.x)) | (unsigned)__half_as_ushort(__float2half_rn(g.y)) << 16;
+    return (unsigned)__half_as_ushort(__float2half_rn(g.x)) |
+           (unsigned)__half_as_ushort(__float2half_rn(g.y)) << 16;
 }
 // Four elements of unit u of a block's key k: two hash words (splitmix64's finalizer of k ^ 2u and
 // k ^ 2u+1), two draws each.
@@ -243,8 +244,6 @@ def _kernel(name: str) -> ctypes.c_void_p:
 def _scrubbed_over(name: str, ptr: int, elems: int, key: int, stream: int) -> None:
     """Enqueue on `stream` kernel `name` over `elems` fp16 at `ptr` under `key`, then the judge's
     register scrubs on the same stream (its threads held the key, or keys derived from it)."""
-    import cupy as cp
-
     from cudal2.harness import driver
     vals = (ctypes.c_void_p(ptr), ctypes.c_longlong(elems), ctypes.c_uint64(key % (1 << 64)))
     driver.check(driver.lib().cuLaunchKernel(_kernel(name), blocks(elems), 1, 1, BLOCK, 1, 1, 0,
