@@ -2,9 +2,10 @@
 and every timed call is checked. They never run inside a timed region.
 
 Guarantees:
-- one counter-based generator (`gen`, integer hashing and correctly rounded fp32 steps: the same
-  bits in every kernel) draws every input of every stage in one of `MODES`; `fill` writes a
-  matrix from a seed, so any operand can be recomputed instead of copied;
+- one counter-based generator (`gen`: integer hashing, then correctly rounded or explicitly fused
+  fp32 steps and hardware approximations, so the same bits in every kernel; mode 0 off every
+  grid) draws every input of every stage in one of `MODES`; `fill` writes a matrix from a seed,
+  so any operand can be recomputed instead of copied;
 - `Guard` holds, for one runner, pointer tables over its input sets; `prep` (before calls)
   fills each set's workspace with fresh random bytes and its C with random values of the
   answer's scale (finite: a poisoned C cannot be told from a stale answer by looking), and in
@@ -129,10 +130,11 @@ __device__ __forceinline__ void wash_predicates(u64 key, u64 t, unsigned* sink) 
 
 GAUSS_SRC = r"""
 // Two N(0, 1) draws from one hash word (Box-Muller on a 32-bit and a 24-bit uniform), in fp32:
-// the stamp's values (library/stamp.py) and the judge's outlier trials' bulk (`gen`, modes 4-9).
-// Off every grid: sums of 16-bit uniforms (`normal_of`) are multiples of one constant, which a
-// kernel can test on small values (review 74), and curand's Box-Muller puts its smallest radii on a
-// 2^-24 grid (review 66).
+// the stamp's values (library/stamp.py), the judge's mode 0 (`normal_of`) and its outlier trials'
+// bulk (`real_like`, modes 4-9).
+// Off every grid: sums of 16-bit uniforms (mode 0 until 2026-12-08) are multiples of one constant,
+// which a kernel can test on small values (review 74), and curand's Box-Muller puts its smallest
+// radii on a 2^-24 grid (review 66).
 // The radius from 1 - u1 = v in (0, 1), 32 bits: near v = 0 (the smallest radii) v keeps its own
 // bits where u1 = 1 - v would round to a 2^-24 grid, which showed in the pairs of small radius of a
 // large stamped A (review 66). Hardware approximations where they cost fp16 nothing: the accurate
@@ -158,12 +160,13 @@ __device__ __forceinline__ float2 gauss2(u64 h) {
 """
 
 _SRC = PRF_SRC + WASH_SRC + GAUSS_SRC + r"""
-// About N(0, 1): four 16-bit uniforms summed (exact in fp32), centred and scaled with correctly
-// rounded steps, so every kernel that calls it gets the same bits.
-__device__ __forceinline__ float normal_of(u64 h) {
-    float s = (float)(h & 0xFFFF) + (float)((h >> 16) & 0xFFFF) + (float)((h >> 32) & 0xFFFF) + (float)(h >> 48);
-    return __fmul_rn(__fsub_rn(__fmul_rn(s, 1.0f / 65536.0f), 2.0f), 1.7320508f);
-}
+// N(0, 1) for mode 0 and C's background: `gauss2`'s first draw, the values the product bench's
+// stamp writes into every A. Until 2026-12-08 it was four 16-bit uniforms summed (Irwin-Hall):
+// within |x| <= 3.4648 and on a grid of 1.7320508 * 2^-16, so every timed call, and the normal,
+// repeat, carried and determinism stages, drew inputs a kernel could tell from real data by testing
+// a few small values, then act otherwise off the grid (review 75). The same bits in every kernel:
+// explicit fmaf, and hardware approximations (MUFU) that give one result for one input.
+__device__ __forceinline__ float normal_of(u64 h) { return gauss2(h).x; }
 // Element i of a matrix with K columns. mode 0: N(0, 1); 1: U(0, 1); 2: U(0.5, 1); 3: U(0.5, 1)
 // with the sign flipped on every other run of `sb` columns. A mode-2 operand times a mode-3 one
 // cancels: long same-sign runs of similar terms, a small dot product (what exposes low-precision
@@ -176,10 +179,10 @@ __device__ __forceinline__ float op_scale(u64 pair, bool weight) {
     const float t = unit24(mix(pair ^ (0x5CA1Eull << 40) ^ (u64)weight));
     return exp2f(weight ? fmaf(t, 4.0f, -8.0f) : fmaf(t, 7.0f, -5.0f));
 }
-// Modes 4-9: real data's ranges and look (reviews 71, 74, 75). Mode 0 stays within |x| <= 3.4648 at
-// unit scale, on a grid, so a kernel could be honest wherever inputs look like that and wrong
-// (clamped, reduced-range or scale-dependent arithmetic) on a model's weights and activations,
-// which the outlier trials stand for:
+// Modes 4-9: real data's ranges and look (reviews 71, 74, 75). Mode 0 is unit scale and within
+// |x| <= 5.77, so a kernel could be honest wherever inputs look like that and wrong (clamped,
+// reduced-range or scale-dependent arithmetic) on a model's weights and activations, which the
+// outlier trials stand for:
 // - the bulk: `gauss2`'s full-resolution N(0, 1), at the operand's scale (`op_scale`: an activation
 //   in modes 4, 6, 7, a weight in 5, 8, 9), times secret per-row and per-column factors in
 //   (2^-4, 1] (tokens and channels of different size);
