@@ -14,4 +14,7 @@ empty_caches "$fresh"
 source scripts/device_env.sh || exit 1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader
 echo "fresh tree: $PWD, caches under $fresh"
-python3 -m pytest -m gpu -p no:cacheprovider -q -rA "$@" 2>&1 | tee "${OUT:-/tmp}/gpu_check.log"
+# -v: a line per test as it ends, so a run cut by the device's time limit still says which passed
+# (the 2026-12-08 run, cut before pytest's summary, had to be read by position); durations say how
+# to split the next run into calls
+python3 -m pytest -m gpu -p no:cacheprovider -v -rfEsxX --durations=40 "$@" 2>&1 | tee "${OUT:-/tmp}/gpu_check.log"
