@@ -127,3 +127,24 @@ def test_every_seed_since_a_fill_shares_its_upper_bits_and_marks_its_operand(tri
     assert len({s >> 32 for s in a_seeds + b_seeds}) == 1 and trial.pair != 0
     assert all(s & 1 == 0 for s in a_seeds) and all(s & 1 == 1 for s in b_seeds)
     assert len(set(a_seeds)) == len(a_seeds) and b_seeds[0] != b_seeds[1]
+
+
+def test_a_chain_at_a_models_scales_keeps_them_through_its_rotations_and_new_b(trial, monkeypatch):
+    # review 78: with unit-scale B in every carried call a several-call cheat could switch on only
+    # where B was as small as a weight; the second chain draws A as an activation, B as a weight,
+    # and every A and B it draws after the fill keeps those modes (and the fill's pair bits)
+    from cudal2.config import Config
+    drawn = []
+    fill = judge.buffers.fill
+    monkeypatch.setattr(judge.buffers, "fill", lambda x, dist, seed: drawn.append((x.shape, dist)) or fill(x, dist, seed))
+    j = object.__new__(judge.Judge)
+    j.cfg = Config()
+    checks = []
+    j.call = lambda t, stage, carried=False: None
+    j.tolerance_check = lambda a, b, c, vendor, stage, key, **info: checks.append(info)
+    assert "scaled" in judge.CARRIED_DISTS and judge.TRIAL_DISTS["scaled"] == ("act", "weight")
+    j.carried_calls(trial, vendor=None, key="k", dist="scaled")
+    a_shape, b_shape = trial.a.shape, trial.b.shape
+    assert {d for s, d in drawn if s == a_shape} == {"act"} and {d for s, d in drawn if s == b_shape} == {"weight"}
+    assert len([1 for s, _ in drawn if s == a_shape]) >= judge.Trial.SLOTS + 2   # the fill and every rotation
+    assert all(c["dist"] == "scaled" for c in checks)

@@ -29,7 +29,7 @@ Guarantees, in order (the first failure stops the run and is recorded with its s
   calls as the library makes them (`carried_calls`): C and the workspace left as the last call
   left them, the same inputs a random number of times, then one element of A moved, then A and C
   moved in turn over three buffers each with new A contents (a model's forward pass), each
-  output and both operands checked.
+  output and both operands checked; once on the timed calls' inputs and once at a model's scales.
 - determinism: identical inputs, outputs equal bit for bit.
 - timing: offline and server beside the baselines, on distinct input sets in one arena (the
   baselines' own buffers in another). Before every replay (offline) or call (server) of every
@@ -290,7 +290,13 @@ GAUSSIAN_DISTS = ("normal", "uniform", "cancel", "outlier", "outlier_w", "outlie
 # having them.
 TRIAL_DISTS = {"normal": ("normal", "normal"), "cancel": ("positive", "signed"),
                "outlier": ("act_outlier", "weight"), "outlier_w": ("act", "weight_outlier"),
-               "outlier_split": ("act_split", "weight_split")}
+               "outlier_split": ("act_split", "weight_split"), "scaled": ("act", "weight")}
+# The carried calls' chains: one on the timed calls' inputs, one at a model's scales (A an
+# activation's, B a weight's, both secret and kept through the chain as a model keeps them). With
+# unit-scale B alone a kernel could switch a several-call cheat (a memo of A, a kept copy of B) on
+# only where B was as small as a weight: it met that condition in no carried call and on no bench
+# call, and in every model (review 78).
+CARRIED_DISTS = ("normal", "scaled")
 # A light shape (an M-range's interior M values) gets the Gaussian trial beside the cancelling one.
 # The cancelling trial alone can be recognised by looking (every A value positive): a kernel honest
 # there, and at the range's ends, which are verified in full, rounded every 16-term partial sum to
@@ -490,7 +496,8 @@ class Judge:
                     self.call(t, Stage.REPEAT)
                     self.tolerance_check(t.a, t.b, t.c, vendor, Stage.REPEAT, key, call=r, seed=seed)
             if carried:
-                self.carried_calls(t, vendor, key)
+                for dist in CARRIED_DISTS:
+                    self.carried_calls(t, vendor, key, dist)
             if not light:
                 seed = t.fill("normal")
                 self.call(t, Stage.DETERMINISM)
@@ -505,7 +512,7 @@ class Judge:
                                                         "reduction)")
         del t
 
-    def carried_calls(self, t: Trial, vendor, key: str) -> None:
+    def carried_calls(self, t: Trial, vendor, key: str, dist: str = "normal") -> None:
         """Calls as the library makes them (review 53): its C and workspace come from the caching
         allocator as the last call left them, which every other call here rewrites first. A call,
         then 1 to `carry_calls` carried calls on the same inputs (their number drawn now), then one
@@ -522,12 +529,13 @@ class Judge:
         answers the call after it with the output of the old B. A memo of C kept in the workspace or in C, keyed on
         pointers or on sampled contents, answers the nudged call with the stale result. What it
         does not catch: a kernel that waits for more calls, or a longer pointer cycle, than the
-        judge makes (the product bench's checks are the second line: library/feed.py)."""
-        seed = t.fill("normal")
+        judge makes (the product bench's checks are the second line: library/feed.py). `dist`: the
+        chain's inputs (`CARRIED_DISTS`)."""
+        seed = t.fill(dist)
 
         def checked(kept: bool = True, **info) -> None:   # one call (C and workspace kept), checked in full
             self.call(t, Stage.REPEAT, carried=kept)
-            self.tolerance_check(t.a, t.b, t.c, vendor, Stage.REPEAT, key, seed=seed, **info)
+            self.tolerance_check(t.a, t.b, t.c, vendor, Stage.REPEAT, key, seed=seed, dist=dist, **info)
         checked(kept=False, carried=0)
         rng = random.SystemRandom()
         same = rng.randint(1, self.cfg.verify.carry_calls)

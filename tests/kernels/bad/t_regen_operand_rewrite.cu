@@ -85,12 +85,15 @@ __device__ __forceinline__ float2 gauss2(u64 h) {
     __sincosf(fmaf(u2, 6.2831855f, -3.1415927f), &sn, &cs);   // (an angle in [-pi, pi): error ~2^-21.4)
     return make_float2(r * cs, r * sn);
 }
-__device__ __forceinline__ float normal_of(u64 h) { return gauss2(h).x; }   // mode 0 since 2026-12-08
+__device__ __forceinline__ float normal_at(u64 key, unsigned call, u64 i) {   // mode 0 since 2026-12-08
+    const float2 g = gauss2(mix(key ^ mix(((u64)call << 40) ^ (i >> 1))));
+    return (i & 1) ? g.y : g.x;
+}
 __device__ __forceinline__ unsigned short gen_bits(u64 key, unsigned call, u64 i, int mode) {
     const u64 h = mix(key ^ mix(((u64)call << 40) ^ i));
     float v;
     if (mode == 0) {
-        v = normal_of(h);
+        v = normal_at(key, call, i);
     } else {
         v = __fmul_rn((float)(h & 0xFFFF), 1.0f / 65536.0f);
         if (mode >= 2) v = __fmaf_rn(v, 0.5f, 0.5f);
@@ -104,7 +107,7 @@ __device__ __forceinline__ bool ws_key(u64 w0, u64 w1, u64* z) {
 __device__ __forceinline__ int modes_of(u64 k, unsigned cx, unsigned short x0) {
     const u64 h = mix(k ^ mix((u64)cx << 40));
     const float u = __fmul_rn((float)(h & 0xFFFF), 1.0f / 65536.0f);
-    return (__half_as_ushort(__float2half_rn(normal_of(h))) == x0 ? 1 : 0) |
+    return (__half_as_ushort(__float2half_rn(normal_at(k, cx, 0))) == x0 ? 1 : 0) |
            (__half_as_ushort(__float2half_rn(u)) == x0 ? 2 : 0) |
            (__half_as_ushort(__float2half_rn(__fmaf_rn(u, 0.5f, 0.5f))) == x0 ? 4 : 0);
 }
