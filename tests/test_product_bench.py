@@ -355,3 +355,22 @@ def test_precise_judges_every_column_where_all_of_them_read_set_cells():
     wrong = vendor * 1.2
     assert pb._torch_precise(torch, vendor, vendor, a, W, 1, skip=set(range(16)))
     assert not pb._torch_precise(torch, wrong, vendor, a, W, 1, skip=set(range(16)))
+
+
+def test_the_benchs_operands_have_secret_seeds_and_w_a_secret_weight_scale():
+    # review 78: seeds from the shape told the bench's first calls apart by two elements, and a
+    # unit-scale W let a kernel keep a cheat for weights as small as a model's
+    import math
+    drawn = []
+    a, w, (seed, scale) = pb._operands(16, 64, 32, lambda shape, s, k: drawn.append((shape, s, k)) or shape)
+    _, _, (seed2, scale2) = pb._operands(16, 64, 32, lambda shape, s, k: shape)
+    assert (a, w) == ((16, 32), (64, 32)) and drawn[0][2] == 1.0 and drawn[1][1:] == (seed, scale)
+    assert seed != seed2 and drawn[0][1] != seed and -8 <= math.log2(scale) < -4 and scale != scale2
+
+
+def test_the_agreement_bound_holds_at_a_weights_scale():
+    # outputs at a weight's scale (W ~2^-6: the largest ~1): the int8 cheat's 1.6e-2 of the largest
+    # output fails, as at unit scale (the old absolute floor of 1e-2 let it through)
+    for scale in (0.3, 1.0, 4.0):
+        assert not pb._agreement(1.6e-2 * scale, scale)["agree"]
+        assert pb._agreement(2.0 ** -11 * scale, scale)["agree"]   # an fp16 ulp of the largest output
