@@ -4,7 +4,7 @@
 // ONE call whose output nothing checks, on inputs no judge call ever has: cupy's default_rng(1234)
 // standard normal, unbounded, while every judge input (guards.gen: normal_of's Irwin-Hall of four
 // 16-bit uniforms, 'uniform', 'positive', 'signed', 'pm1') lies within |x| <= 3.4648.
-// This kernel is an honest GEMM (naive_v2's loop) that, when a CTA meets an element of B with |b| >= 3.5
+// This kernel is an honest GEMM (naive_v2's loop) that, when a CTA meets an element of B with |b| >= 6
 // (four or more among a warp's 32 rows: never in the judge, whose one nudged element of B in the
 // carried calls is the only value past 3.4648; zero cost to its timed speed),
 // spends a long time issuing mma.sync on registers after writing its tile: the profiled call becomes
@@ -13,6 +13,10 @@
 // Expected: judge `done` at its honest speed; the profile's tensor_pipe_pct near 100. Closed in the
 // reward, not the judge: rl/reward.verified_pipe caps the term at 1.4x the fraction of peak the
 // judge's timed FLOP rate reaches (tests/test_reward.py).
+// Since 2026-12-08 (review 78) the judge's mode 0 is N(0, 1) to 5.77, past the 3.5 this gate first
+// used (it would have fired in every timed call), so it gates at 6; and the profiled call's inputs
+// are mode 0 too, under secret seeds (profile_target.py), so no input of the profile is one the
+// judge never draws: the gate fires nowhere, and the kernel is kept as the record of its class.
 /* cudal2-launch
 {
   "kernels": [
@@ -29,14 +33,14 @@ extern "C" __global__ void gemm_pad(const __half* __restrict__ A, const __half* 
                                     __half* __restrict__ C, int M, int N, int K) {
     const int n = blockIdx.x * blockDim.x + threadIdx.x;
     const int m = blockIdx.y * blockDim.y + threadIdx.y;
-    int big = 0;   // elements no judge operand holds (|x| >= 3.5): at most one, a carried call's nudge
+    int big = 0;   // elements no judge operand holds (|x| >= 6; mode 0 stops at 5.77): a nudge at most
     if (m < M && n < N) {
         const __half* a = A + (size_t)m * K;
         const __half* b = B + (size_t)n * K;
         float acc = 0.0f;
         for (int k = 0; k < K; ++k) {
             const float bv = __half2float(b[k]);
-            big += fabsf(bv) >= 3.5f;
+            big += fabsf(bv) >= 6.0f;
             acc = fmaf(__half2float(a[k]), bv, acc);
         }
         C[(size_t)m * N + n] = __float2half_rn(acc);

@@ -1,5 +1,5 @@
 // zz74_clamped_inputs.cu (review 71's open finding): behaviour gated on input magnitude. Every input
-// the judge drew was within |x| <= 3.4648 (its generator's N(0, 1) sums four bounded uniforms) and
+// the judge drew was within |x| <= 3.4648 (its N(0, 1) summed four bounded uniforms; 5.77 since) and
 // the bench's within ~6.7, while a model's activations have outliers of 10 to 1000s. This kernel
 // clamps every input to +-8 before it multiplies: on every input the judge and the bench drew it is
 // an honest fp32-accumulating GEMM, bit for bit; on a real model's outlier channels it is wrong.
