@@ -92,6 +92,9 @@ def inspect(data: bytes) -> CubinInfo:
 
 def violations(info: CubinInfo, kernels: list[str]) -> list[str]:
     out = []
+    if "__assertfail" in info.undefined:   # first: the module globals and unresolved symbols below follow from it
+        out.append("assert() in device code: its failure handler and message strings are module state the "
+                   "contract does not allow; remove it, or #define NDEBUG before the includes")
     state = sorted(s for s in info.sections if s.startswith(".nv.global"))
     if state:
         out.append(f"writable module globals ({', '.join(state)}): __device__/__managed__ variables keep state "
@@ -399,7 +402,7 @@ def _policy_uses(stmts, body: str) -> list[str]:
     try:
         unwritten = _unwritten_reads(body, known)
     except _TooComplex:
-        return out + [f"more cache_hint policy reads and writes on more paths than the rule can check "
+        return out + [f"more cache_hint policy reads and writes, declarations or paths than the rule can check "
                       f"({PATH_STEPS} steps): a policy register it cannot follow is not accepted"]
     for st in unwritten:
         out.append(f"`{st[:80]}` reads a cache_hint policy register that a path reaches unwritten (a guarded or "
@@ -428,8 +431,10 @@ def _unwritten_reads(body: str, known: set[str]) -> list[str]:
     position, so a `bra` over a createpolicy seemed to land at another scope's label of that name."""
     if not known:
         return []
-    scopes: list[list[tuple[str, int, int]]] = [[]]   # per open scope: (name or range prefix, count or -1, id)
+    # per open scope: its names (-> declaration id) and its ranges (prefix, count, id) such as %r<N>
+    scopes: list[tuple[dict[str, int], list[tuple[str, int, int]]]] = [({}, [])]
     decl_ids = iter(range(1, 1 << 30))
+    budget = [PATH_STEPS]   # the name lookups' steps and the path searches', together
     writes: dict[tuple[int, str], list[int]] = {}     # (declaration, name) -> positions of unguarded policy writes
     reads: list[tuple[int, str, int, str]] = []       # (position, name, declaration, statement)
     labels: dict[str, list[int]] = {}
@@ -437,17 +442,26 @@ def _unwritten_reads(body: str, known: set[str]) -> list[str]:
     pos = 0
 
     def resolve(name: str) -> int:
-        for scope in reversed(scopes):
-            for n, count, ident in reversed(scope):
-                if (count < 0 and n == name) or (count >= 0 and name.startswith(n) and name[len(n):].isdigit()
-                                                  and int(name[len(n):]) < count):
+        # Innermost scope first (ptxas refuses a name declared twice in one scope, so a scope holds
+        # at most one match). Review 77 (bad/zz77_policy_scope_lookup_stall): a scan of every
+        # declaration per read cost reads x declarations with no budget, 65,536 names and 32,768
+        # reads ~30 s of the build's Python and 32 MB of them hours; a name is now one lookup, and
+        # the ranges' comparisons count against the budget.
+        for names, ranges in reversed(scopes):
+            budget[0] -= 1 + len(ranges)
+            if budget[0] < 0:
+                raise _TooComplex
+            if name in names:
+                return names[name]
+            for n, count, ident in reversed(ranges):
+                if name.startswith(n) and name[len(n):].isdigit() and int(name[len(n):]) < count:
                     return ident
         return 0
     for piece in body.split(";"):
         text = " ".join(piece.split())
         while m := _LEAD.match(text):
             if m.group(1) == "{":
-                scopes.append([])
+                scopes.append(({}, []))
             elif m.group(1) == "}":
                 if len(scopes) > 1:
                     scopes.pop()
@@ -460,7 +474,10 @@ def _unwritten_reads(body: str, known: set[str]) -> list[str]:
         if names := _reg_names(text):
             for d in names:
                 r = re.fullmatch(r"(%?[\w$]+)\s*<\s*(\d+)\s*>", d)
-                scopes[-1].append((r.group(1), int(r.group(2)), next(decl_ids)) if r else (d, -1, next(decl_ids)))
+                if r:
+                    scopes[-1][1].append((r.group(1), int(r.group(2)), next(decl_ids)))
+                else:
+                    scopes[-1][0][d] = next(decl_ids)
             continue
         if text.startswith("."):
             continue
@@ -496,7 +513,6 @@ def _unwritten_reads(body: str, known: set[str]) -> list[str]:
     # macros, took minutes, 8x that hours, and the reward batch waited. Now one search per write
     # (what the entry reaches without passing it), and a budget of steps in all: past it the
     # function is refused (fail closed: what the rule cannot finish checking is not accepted).
-    budget = [PATH_STEPS]
     reach: dict[int, set[int]] = {}
 
     def reached_without(w: int) -> set[int]:   # what some path from the entry reaches without passing `w`
@@ -517,11 +533,11 @@ def _unwritten_reads(body: str, known: set[str]) -> list[str]:
             if not any(w < at and at not in reached_without(w) for w in writes.get((ident, name), []))]
 
 
-PATH_STEPS = 4_000_000   # the path searches' steps per function (every honest kernel: under 20,000)
+PATH_STEPS = 4_000_000   # the lookups' and path searches' steps per function (every honest kernel: under 20,000)
 
 
 class _TooComplex(Exception):
-    """A function whose paths the policy rule cannot search within `PATH_STEPS`."""
+    """A function whose declarations and paths the policy rule cannot follow within `PATH_STEPS`."""
 
 
 def _classes(stmts, sizes: dict[str, int]) -> dict[str, str]:
