@@ -423,3 +423,13 @@ TMA4 = "UTMALDG.2D [UR8], [UR4] | UR8 UR9 UR4 UR5"
 def test_a_descriptor_the_constant_tracking_cannot_vouch_for_is_refused(rows):
     assert run_with({0x0, 0x70, 0x80}, *rows)
 
+
+
+def test_past_its_budget_a_cubin_is_refused_and_within_it_passes(tmp_path, monkeypatch):
+    # review 77: nothing bounded the machine-code rules' time (outside the compiler's timeout); the
+    # fixpoints now spend a budget (the shipped library's cubins: at most ~20 units an instruction)
+    data = cubin(tmp_path, f"""mbarrier.init.shared.b64 [%mb], 1; {LOAD_A}""")
+    assert paramflow.violations(data) == []
+    monkeypatch.setattr(paramflow, "FLOW_UNITS", 10)
+    monkeypatch.setattr(paramflow, "FLOW_UNITS_PER_STEP", 0)
+    assert any("within its budget" in v for v in paramflow.violations(data))

@@ -394,8 +394,26 @@ def _sure(reg: str, guard: str | None, facts: frozenset) -> set[int | None] | No
     return got or None
 
 
+# The two fixpoints' work per cubin, in facts carried through a step (review 77: nothing bounded
+# the machine-code rules' time, which is outside the compiler's timeout). The shipped library's 66
+# cubins take at most ~23,000 units (~20 a machine instruction); past the budget the cubin is
+# refused (fail closed: what the check cannot finish following is not accepted).
+FLOW_UNITS = 2_000_000
+FLOW_UNITS_PER_STEP = 50
+
+
+class _TooComplex(Exception):
+    """A cubin whose dataflow the check cannot finish within its budget."""
+
+
+def _spend(budget: list[int], facts: frozenset) -> None:
+    budget[0] -= 1 + len(facts)
+    if budget[0] < 0:
+        raise _TooComplex
+
+
 def _unsure_descriptors(steps: list[_Step], succ: list[list[int]],
-                        tmaps: dict[str, frozenset[int]] | None = None) -> str:
+                        tmaps: dict[str, frozenset[int]] | None = None, budget: list[int] | None = None) -> str:
     """The first TMA instruction whose descriptor is not, on every path, the parameter bank's
     generic address plus a constant (a must-analysis over the graph: the meet is the intersection,
     a function's first instruction starts from nothing); with `tmaps` (the offsets of each kernel's
@@ -406,8 +424,10 @@ def _unsure_descriptors(steps: list[_Step], succ: list[list[int]],
         if k == 0 or steps[k - 1].section != s.section:
             held_in[k] = frozenset()
     work = [k for k in range(len(steps)) if held_in[k] is not None]
+    budget = budget if budget is not None else [FLOW_UNITS]
     while work:
         k = work.pop()
+        _spend(budget, held_in[k])
         out = _surely_transfer(steps[k], held_in[k])
         for t in succ[k]:
             if t == 0 or steps[t - 1].section != steps[t].section:
@@ -468,15 +488,23 @@ def check(listings: dict[str, Listing], tmaps: dict[str, frozenset[int]] | None 
         return list(bad.values()) + [problem]
     if len(succ) > len(steps):
         steps = steps + [_join_step(steps[-1].section)]
+    budget = [max(FLOW_UNITS, FLOW_UNITS_PER_STEP * len(steps))]
     live_in: list[frozenset] = [frozenset()] * len(steps)
     work = list(range(len(steps)))
-    while work:
-        k = work.pop()
-        out = _transfer(steps[k], live_in[k])
-        for t in succ[k]:
-            if not out <= live_in[t]:
-                live_in[t] = live_in[t] | out
-                work.append(t)
+    try:
+        while work:
+            k = work.pop()
+            _spend(budget, live_in[k])
+            out = _transfer(steps[k], live_in[k])
+            for t in succ[k]:
+                if not out <= live_in[t]:
+                    live_in[t] = live_in[t] | out
+                    work.append(t)
+        unsure = _unsure_descriptors(steps, succ, tmaps, budget)
+    except _TooComplex:
+        return list(bad.values()) + ["the machine code's flow of the parameter bank's address is more than the "
+                                     "check can follow within its budget: a cubin it cannot finish checking is "
+                                     "not accepted"]
     anywhere = set().union(*map(_holding, live_in))
     for k, s in enumerate(steps):
         tainted = s.reads & (anywhere if s.base in _CROSS_LANE else _holding(live_in[k]))
@@ -487,7 +515,7 @@ def check(listings: dict[str, Listing], tmaps: dict[str, frozenset[int]] | None 
                                   "parameter bank's generic address or a value computed from it: it may only be "
                                   "moved, offset by constants and given to a TMA instruction")
             break
-    if unsure := _unsure_descriptors(steps, succ, tmaps):
+    if unsure:
         bad["descriptor"] = unsure
     return list(bad.values())
 
