@@ -160,16 +160,15 @@ __device__ __forceinline__ float2 gauss2(u64 h) {
 """
 
 _SRC = PRF_SRC + WASH_SRC + GAUSS_SRC + r"""
-// N(0, 1) for C's background (`gauss2`'s first draw) and mode 0 (`normal_at`): the values the
-// product bench's stamp writes into every A. Until 2026-12-08 mode 0 was four 16-bit uniforms
-// summed (Irwin-Hall): within |x| <= 3.4648 and on a grid of 1.7320508 * 2^-16, so every timed
-// call, and the normal, repeat, carried and determinism stages, drew inputs a kernel could tell
-// from real data by testing a few small values, then act otherwise off the grid (review 75). The same bits in every kernel:
-// explicit fmaf, and hardware approximations (MUFU) that give one result for one input.
-__device__ __forceinline__ float normal_of(u64 h) { return gauss2(h).x; }
-// Mode 0's element i: elements 2j and 2j + 1 are one pair of `gauss2` (one hash word, one radius),
-// as in the stamp's A and the bench's W: with one draw an element, pairs of the judge's inputs
-// never shared a radius and the bench's did, which read ~1.4e7 elements to tell (review 78).
+// Element i's N(0, 1) under `key` and `call`, for mode 0 and C's background: elements 2j and 2j + 1
+// are one pair of `gauss2` (one hash word, one radius), the values the product bench's stamp
+// writes into every A and its W; with one draw an element, pairs of the judge's inputs never shared
+// a radius and the bench's did, which read ~1.4e7 elements to tell (review 78). Until 2026-12-08
+// mode 0 was four 16-bit uniforms summed (Irwin-Hall): within |x| <= 3.4648 and on a grid of
+// 1.7320508 * 2^-16, so every timed call, and the normal, repeat, carried and determinism stages,
+// drew inputs a kernel could tell from real data by testing a few small values (review 75). The
+// same bits in every kernel: explicit fmaf, and hardware approximations (MUFU) that give one
+// result for one input.
 __device__ __forceinline__ float normal_at(u64 key, unsigned call, u64 i) {
     const float2 g = gauss2(mix(key ^ mix(((u64)call << 40) ^ (i >> 1))));
     return (i & 1) ? g.y : g.x;
@@ -302,7 +301,7 @@ extern "C" __global__ void cudal2_prep(__half* const* X, long long rows, int K, 
     __half* c = C[set];
     const u64 kc = sub_key(k, 0x3C3Cull, call);
     for (long long i = tid; i < c_elems; i += stride)
-        c[i] = __float2half_rn(c_scale * normal_of(mix(kc ^ mix((u64)i))));   // lossy, as in gen
+        c[i] = __float2half_rn(c_scale * normal_at(kc, 0u, (u64)i));   // lossy, as in gen
 }
 
 // Grid (sets, SAMPLES), 256 threads: block (s, w) checks one output of set first + s, at a

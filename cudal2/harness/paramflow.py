@@ -413,7 +413,7 @@ def _spend(budget: list[int], facts: frozenset) -> None:
 
 
 def _unsure_descriptors(steps: list[_Step], succ: list[list[int]],
-                        tmaps: dict[str, frozenset[int]] | None = None, budget: list[int] | None = None) -> str:
+                        tmaps: dict[str, frozenset[int]] | None, budget: list[int]) -> str:
     """The first TMA instruction whose descriptor is not, on every path, the parameter bank's
     generic address plus a constant (a must-analysis over the graph: the meet is the intersection,
     a function's first instruction starts from nothing); with `tmaps` (the offsets of each kernel's
@@ -424,7 +424,6 @@ def _unsure_descriptors(steps: list[_Step], succ: list[list[int]],
         if k == 0 or steps[k - 1].section != s.section:
             held_in[k] = frozenset()
     work = [k for k in range(len(steps)) if held_in[k] is not None]
-    budget = budget if budget is not None else [FLOW_UNITS]
     while work:
         k = work.pop()
         _spend(budget, held_in[k])
